@@ -1,0 +1,123 @@
+// A scenario resolved and checked: the model, the cluster and the strategy as plain values with
+// every default filled in (kv_heads, ffn_hidden, dp) and every enumerated choice parsed. This is
+// what the schedule generators read; the protobuf text form (shared/proto/scenario.proto) is only
+// the file format.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tandem {
+
+enum class DType : uint8_t { kFp32, kFp16, kBf16, kInt32, kUint8 };
+enum class Norm : uint8_t { kLayerNorm, kRmsNorm };
+enum class Activation : uint8_t { kGelu, kSwiglu };
+enum class TpMode : uint8_t { k1d, k2d, k2p5d, k3d };
+enum class PpSchedule : uint8_t { kGpipe, k1f1b, kInterleaved };
+enum class SpMode : uint8_t { kNone, kMegatron, kRing, kUlysses };
+enum class Recompute : uint8_t { kNone, kSelective, kFull };
+enum class Offload : uint8_t { kNone, kOptimizer, kParams, kAuto };
+enum class Topology : uint8_t { kFatTree, kRailOptimized };
+
+int dtype_bytes(DType t);
+const char* to_string(DType t);
+const char* to_string(Norm v);
+const char* to_string(Activation v);
+const char* to_string(TpMode v);
+const char* to_string(PpSchedule v);
+const char* to_string(SpMode v);
+const char* to_string(Recompute v);
+const char* to_string(Offload v);
+const char* to_string(Topology v);
+
+struct ModelSpec {
+  std::string name;
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;    // resolved: == heads unless grouped-query attention
+  int ffn_hidden = 0;  // resolved: 4*hidden when the file says 0
+  int vocab = 0;
+  int seq_len = 0;
+  Norm norm = Norm::kLayerNorm;
+  Activation activation = Activation::kGelu;
+  bool tied_embeddings = true;
+  double dropout = 0.0;
+
+  int head_dim() const { return hidden / heads; }
+  // Parameters of the whole model (embedding, layers, final norm, untied head if any).
+  int64_t parameters() const;
+};
+
+struct ClusterSpec {
+  std::string preset;
+  std::string gpu_name;
+  std::string source;
+  int gpus = 0;
+  int gpus_per_node = 8;
+  double peak_fp16_tflops = 0;
+  double peak_bf16_tflops = 0;
+  double peak_fp32_tflops = 0;
+  double hbm_gib = 0;
+  double hbm_bandwidth_gbps = 0;
+  double nvlink_bandwidth_gbps = 0;
+  double nvlink_latency_us = 0;
+  int nics_per_node = 0;
+  double nic_bandwidth_gbps = 0;
+  double nic_latency_us = 0;
+  double pcie_bandwidth_gbps = 0;
+  double pcie_latency_us = 0;
+  double host_memory_gib = 0;
+  Topology inter_node_topology = Topology::kFatTree;
+  double oversubscription = 1.0;
+  double kernel_launch_us = 0;
+
+  int nodes() const { return (gpus + gpus_per_node - 1) / gpus_per_node; }
+  double peak_tflops(DType t) const;
+  int64_t hbm_bytes() const;
+};
+
+struct StrategySpec {
+  int dp = 1;  // resolved
+  int tp = 1;
+  int pp = 1;
+  int sp = 1;
+  TpMode tp_mode = TpMode::k1d;
+  int tp_depth = 1;
+  PpSchedule pp_schedule = PpSchedule::k1f1b;
+  int virtual_stages = 1;
+  SpMode sp_mode = SpMode::kNone;
+  int zero_stage = 0;
+  Recompute recompute = Recompute::kNone;
+  Offload offload = Offload::kNone;
+  int micro_batch = 1;
+  int global_batch = 1;
+  DType dtype = DType::kBf16;
+  double bucket_mb = 25;
+  bool flash_attention = false;
+
+  int world_size() const { return dp * tp * pp * sp; }
+  // Micro-batches each pipeline runs per iteration: global_batch / (dp * micro_batch).
+  int micro_batches() const { return global_batch / (dp * micro_batch); }
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::string origin;  // the file it was read from ("<string>" when parsed from text)
+  ModelSpec model;
+  ClusterSpec cluster;
+  StrategySpec strategy;
+  uint64_t seed = 1234;
+};
+
+// Reads a scenario file (protobuf text format), applies the --set overrides in order
+// ("strategy.tp=8", "cluster.gpus=512"), merges the cluster preset, resolves defaults and checks
+// every rule. Throws Error naming file, line, field and rule on bad input.
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+// The same from text in memory; `origin` names it in messages.
+Scenario parse_scenario(const std::string& text, const std::string& origin,
+                        const std::vector<std::string>& overrides = {});
+
+}  // namespace tandem
