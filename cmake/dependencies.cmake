@@ -3,7 +3,7 @@
 
 find_package(Threads REQUIRED)
 find_package(Protobuf REQUIRED)
-find_package(Boost 1.74 REQUIRED)
+find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
 find_package(PkgConfig REQUIRED)
 # Debian's SimGrid ships only a pkg-config file (../shared/notes/simgrid-3.32.md).
 pkg_check_modules(SimGrid REQUIRED IMPORTED_TARGET simgrid>=3.32)

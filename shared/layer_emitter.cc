@@ -1,0 +1,229 @@
+// One transformer layer, forward and backward, for one micro-batch (Megatron-LM's 1D tensor
+// parallelism; Korthikanti et al. 2022 for what is kept and recomputed).
+//
+// Forward keeps, per layer (no recompute): the layer input x and the attention-norm output y1
+// (2sbh each), Q, K, V (6sbh/t), the softmax probabilities (2as^2b/t, unless flash attention),
+// the attention dropout mask and output (as^2b/t + 2as^2b/t with dropout), the attention context
+// (2sbh/t), the attention-output dropout mask (sbh), the MLP input x2 and norm output y2 (2sbh
+// each), the fc1 output and activation (8sbh/t each for ffn = 4h) and the MLP dropout mask (sbh):
+// s*b*h*(10 + 24/t + 5as/(ht)) bytes in 16-bit, Korthikanti's Table 2. With Megatron-SP the
+// norm outputs, masks and x, x2 are kept as sequence shards (all /t). Selective recompute drops the
+// attention core (probabilities, dropout) and recomputes it before the attention backward; full
+// recompute keeps x alone and re-runs the whole forward first (Phase::kRecompute).
+#include "shared/step_state.h"
+
+namespace tandem {
+namespace {
+
+bool keeps_core(const StepState& st) { return !st.d.flash; }
+
+void norm_fwd(StepState& st, Phase ph, int layer, int mb, BufferId x, BufferId w, BufferId bias, BufferId* y,
+              BufferId* mean, BufferId* rstd, const char* yname, const char* mname, const char* rname) {
+  const StepDims& d = st.d;
+  const bool layernorm = st.sc.model.norm == Norm::kLayerNorm;
+  *y = st.make(yname, layer, mb, d.n_local * d.hidden, d.dtype);
+  *rstd = st.make(rname, layer, mb, d.n_local, DType::kFp32);
+  if (layernorm) {
+    *mean = st.make(mname, layer, mb, d.n_local, DType::kFp32);
+    st.kernel(Kernel::kLayerNorm, ph, layer, mb, {d.n_local, d.hidden}, {x, w, bias}, {*y, *mean, *rstd}, 0, d.dtype);
+  } else {
+    st.kernel(Kernel::kRmsNorm, ph, layer, mb, {d.n_local, d.hidden}, {x, w}, {*y, *rstd}, 0, d.dtype);
+  }
+}
+
+BufferId norm_bwd(StepState& st, int layer, int mb, BufferId dy, BufferId x, BufferId w, BufferId mean, BufferId rstd,
+                  BufferId dw, BufferId db) {
+  const StepDims& d = st.d;
+  BufferId dx = st.make("dx", layer, mb, d.n_local * d.hidden, d.dtype);
+  if (st.sc.model.norm == Norm::kLayerNorm)
+    st.kernel(Kernel::kLayerNormBwd, Phase::kBackward, layer, mb, {d.n_local, d.hidden}, {dy, x, w, mean, rstd},
+              {dx, dw, db}, 0, d.dtype);
+  else
+    st.kernel(Kernel::kRmsNormBwd, Phase::kBackward, layer, mb, {d.n_local, d.hidden}, {dy, x, w, rstd}, {dx, dw}, 0,
+              d.dtype);
+  return dx;
+}
+
+// The attention core: Q K^T, softmax, (dropout), times V.
+void attention_fwd(StepState& st, Phase ph, LayerActs& a, bool keep_probs) {
+  const StepDims& d = st.d;
+  const int l = a.layer, mb = a.mb;
+  std::vector<BufferId> out = {a.ctx, a.lse};
+  if (keep_probs) {
+    const int64_t scores = d.batch * d.heads * d.seq * d.seq;
+    a.probs = st.make("probs", l, mb, scores, d.dtype);
+    out.push_back(a.probs);
+    if (d.dropout) {
+      a.amask = st.make("attn_mask", l, mb, scores, DType::kUint8);
+      a.adrop = st.make("attn_drop", l, mb, scores, d.dtype);
+      out.push_back(a.amask);
+      out.push_back(a.adrop);
+    }
+  }
+  st.kernel(Kernel::kAttention, ph, l, mb, {d.batch, d.seq, d.heads, d.kv_heads, d.head_dim}, {a.qkv}, out, kCausal,
+            d.dtype);
+}
+
+void release_core(StepState& st, LayerActs& a) {
+  st.release(a.probs);
+  st.release(a.amask);
+  st.release(a.adrop);
+  a.probs = a.amask = a.adrop = kNoId;
+}
+
+// out[n_local, h] = dropout(branch) + residual; keeps the mask in *mask.
+BufferId residual(StepState& st, Phase ph, int l, int mb, BufferId branch, BufferId res, BufferId* mask,
+                  const char* maskname, const char* outname) {
+  const StepDims& d = st.d;
+  const int64_t n = d.n_local * d.hidden;
+  BufferId in = branch;
+  if (d.dropout) {
+    *mask = st.make(maskname, l, mb, n, DType::kUint8);
+    BufferId dropped = st.make("drop", l, mb, n, d.dtype);
+    st.kernel(Kernel::kDropout, ph, l, mb, {n}, {branch}, {dropped, *mask}, 0, d.dtype);
+    st.release(branch);
+    in = dropped;
+  }
+  BufferId out = st.make(outname, l, mb, n, d.dtype);
+  st.kernel(Kernel::kAdd, ph, l, mb, {n}, {res, in}, {out}, 0, d.dtype);
+  st.release(in);
+  return out;
+}
+
+}  // namespace
+
+void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferId* out) {
+  const StepDims& d = st.d;
+  const UnitViews& w = st.pv[unit];
+  const int l = a.layer, mb = a.mb;
+  const Recompute rc = st.sc.strategy.recompute;
+  const bool recompute = ph == Phase::kRecompute;
+
+  // Attention block.
+  norm_fwd(st, ph, l, mb, a.x, w.ln1_w, w.ln1_b, &a.y1, &a.mean1, &a.rstd1, "y1", "mean1", "rstd1");
+  BufferId y1 = d.seq_parallel ? st.gather_seq(a.y1, l, mb, ph, "y1_full") : a.y1;
+  a.qkv = st.make("qkv", l, mb, d.n * d.qkv_out, d.dtype);
+  st.linear_fwd(ph, l, mb, y1, w.qkv, a.qkv, d.n, d.qkv_out, d.hidden);
+  if (y1 != a.y1) st.release(y1);
+  a.ctx = st.make("ctx", l, mb, d.n * d.heads * d.head_dim, d.dtype);
+  a.lse = st.make("lse", l, mb, d.batch * d.heads * d.seq, DType::kFp32);
+  attention_fwd(st, ph, a, keeps_core(st));
+  if (rc == Recompute::kSelective) release_core(st, a);
+  BufferId o = st.make("o", l, mb, d.n * d.hidden, d.dtype);
+  st.linear_fwd(ph, l, mb, a.ctx, w.o, o, d.n, d.hidden, d.heads * d.head_dim);
+  o = st.reduce_partial(o, l, mb, ph, "o_shard");
+  a.x2 = residual(st, ph, l, mb, o, a.x, &a.omask, "attn_out_mask", "x2");
+
+  // MLP block.
+  norm_fwd(st, ph, l, mb, a.x2, w.ln2_w, w.ln2_b, &a.y2, &a.mean2, &a.rstd2, "y2", "mean2", "rstd2");
+  BufferId y2 = d.seq_parallel ? st.gather_seq(a.y2, l, mb, ph, "y2_full") : a.y2;
+  a.h1 = st.make("h1", l, mb, d.n * d.ffn_in, d.dtype);
+  st.linear_fwd(ph, l, mb, y2, w.fc1, a.h1, d.n, d.ffn_in, d.hidden);
+  if (y2 != a.y2) st.release(y2);
+  a.a1 = st.make("a1", l, mb, d.n * d.ffn, d.dtype);
+  if (st.sc.model.activation == Activation::kSwiglu)
+    st.kernel(Kernel::kSwiglu, ph, l, mb, {d.n, d.ffn}, {a.h1}, {a.a1}, 0, d.dtype);
+  else
+    st.kernel(Kernel::kGelu, ph, l, mb, {d.n * d.ffn}, {a.h1}, {a.a1}, 0, d.dtype);
+  BufferId h2 = st.make("h2", l, mb, d.n * d.hidden, d.dtype);
+  st.linear_fwd(ph, l, mb, a.a1, w.fc2, h2, d.n, d.hidden, d.ffn);
+  h2 = st.reduce_partial(h2, l, mb, ph, "h2_shard");
+  BufferId x3 = residual(st, ph, l, mb, h2, a.x2, &a.hmask, "mlp_out_mask", recompute ? "x3_discard" : "x3");
+  if (recompute) st.release(x3);
+  else *out = x3;
+
+  if (rc == Recompute::kFull && !recompute) {
+    // Keep the layer input alone; everything else comes back in the backward's recompute.
+    for (BufferId* id : {&a.mean1, &a.rstd1, &a.y1, &a.qkv, &a.ctx, &a.lse, &a.probs, &a.amask, &a.adrop,
+                         &a.omask, &a.x2, &a.mean2, &a.rstd2, &a.y2, &a.h1, &a.a1, &a.hmask}) {
+      st.release(*id);
+      *id = kNoId;
+    }
+  }
+}
+
+BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dout) {
+  const StepDims& d = st.d;
+  const UnitViews& w = st.pv[unit];
+  const UnitViews& g = st.gv[unit];
+  const int l = a.layer, mb = a.mb;
+  const Recompute rc = st.sc.strategy.recompute;
+  const int64_t nh = d.n_local * d.hidden;
+
+  if (rc == Recompute::kFull) emit_layer_forward(st, unit, a, Phase::kRecompute, nullptr);
+
+  // MLP block.
+  BufferId dh2 = dout;
+  if (d.dropout) {
+    dh2 = st.make("dh2", l, mb, nh, d.dtype);
+    st.kernel(Kernel::kDropoutBwd, Phase::kBackward, l, mb, {nh}, {dout, a.hmask}, {dh2}, 0, d.dtype);
+    st.release(a.hmask);
+  }
+  BufferId G = d.seq_parallel ? st.gather_seq(dh2, l, mb, Phase::kBackward, "dh2_full") : dh2;
+  BufferId da1 = st.make("da1", l, mb, d.n * d.ffn, d.dtype);
+  st.linear_dgrad(l, mb, G, w.fc2, da1, d.n, d.hidden, d.ffn);
+  st.linear_wgrad(l, mb, G, a.a1, g.fc2, d.n, d.hidden, d.ffn);
+  if (G != dh2) st.release(G);
+  if (dh2 != dout) st.release(dh2);
+  st.release(a.a1);
+  BufferId dh1 = st.make("dh1", l, mb, d.n * d.ffn_in, d.dtype);
+  if (st.sc.model.activation == Activation::kSwiglu)
+    st.kernel(Kernel::kSwigluBwd, Phase::kBackward, l, mb, {d.n, d.ffn}, {a.h1, da1}, {dh1}, 0, d.dtype);
+  else
+    st.kernel(Kernel::kGeluBwd, Phase::kBackward, l, mb, {d.n * d.ffn}, {a.h1, da1}, {dh1}, 0, d.dtype);
+  st.release(da1);
+  st.release(a.h1);
+  BufferId dy2 = st.make("dy2", l, mb, d.n * d.hidden, d.dtype);
+  st.linear_dgrad(l, mb, dh1, w.fc1, dy2, d.n, d.ffn_in, d.hidden);
+  dy2 = st.reduce_partial(dy2, l, mb, Phase::kBackward, "dy2_shard");
+  BufferId y2 = d.seq_parallel ? st.gather_seq(a.y2, l, mb, Phase::kBackward, "y2_full") : a.y2;
+  st.linear_wgrad(l, mb, dh1, y2, g.fc1, d.n, d.ffn_in, d.hidden);
+  if (y2 != a.y2) st.release(y2);
+  st.release(dh1);
+  BufferId dx2 = norm_bwd(st, l, mb, dy2, a.x2, w.ln2_w, a.mean2, a.rstd2, g.ln2_w, g.ln2_b);
+  st.release(dy2);
+  for (BufferId id : {a.y2, a.mean2, a.rstd2, a.x2}) st.release(id);
+  st.kernel(Kernel::kAccumulate, Phase::kBackward, l, mb, {nh}, {dout}, {dx2}, 0, d.dtype);
+  st.release(dout);
+
+  // Attention block.
+  BufferId dob = dx2;
+  if (d.dropout) {
+    dob = st.make("do", l, mb, nh, d.dtype);
+    st.kernel(Kernel::kDropoutBwd, Phase::kBackward, l, mb, {nh}, {dx2, a.omask}, {dob}, 0, d.dtype);
+    st.release(a.omask);
+  }
+  BufferId DO = d.seq_parallel ? st.gather_seq(dob, l, mb, Phase::kBackward, "do_full") : dob;
+  BufferId dctx = st.make("dctx", l, mb, d.n * d.heads * d.head_dim, d.dtype);
+  st.linear_dgrad(l, mb, DO, w.o, dctx, d.n, d.hidden, d.heads * d.head_dim);
+  st.linear_wgrad(l, mb, DO, a.ctx, g.o, d.n, d.hidden, d.heads * d.head_dim);
+  if (DO != dob) st.release(DO);
+  if (dob != dx2) st.release(dob);
+  if (rc == Recompute::kSelective && keeps_core(st)) attention_fwd(st, Phase::kRecompute, a, true);
+  std::vector<BufferId> in = {a.qkv, a.ctx, dctx, a.lse};
+  for (BufferId id : {a.probs, a.amask, a.adrop})
+    if (id != kNoId) in.push_back(id);
+  BufferId dqkv = st.make("dqkv", l, mb, d.n * d.qkv_out, d.dtype);
+  st.kernel(Kernel::kAttentionBwd, Phase::kBackward, l, mb, {d.batch, d.seq, d.heads, d.kv_heads, d.head_dim}, in,
+            {dqkv}, kCausal, d.dtype);
+  st.release(dctx);
+  release_core(st, a);
+  st.release(a.ctx);
+  st.release(a.lse);
+  BufferId dy1 = st.make("dy1", l, mb, d.n * d.hidden, d.dtype);
+  st.linear_dgrad(l, mb, dqkv, w.qkv, dy1, d.n, d.qkv_out, d.hidden);
+  dy1 = st.reduce_partial(dy1, l, mb, Phase::kBackward, "dy1_shard");
+  BufferId y1 = d.seq_parallel ? st.gather_seq(a.y1, l, mb, Phase::kBackward, "y1_full") : a.y1;
+  st.linear_wgrad(l, mb, dqkv, y1, g.qkv, d.n, d.qkv_out, d.hidden);
+  if (y1 != a.y1) st.release(y1);
+  st.release(dqkv);
+  st.release(a.qkv);
+  BufferId dx = norm_bwd(st, l, mb, dy1, a.x, w.ln1_w, a.mean1, a.rstd1, g.ln1_w, g.ln1_b);
+  st.release(dy1);
+  for (BufferId id : {a.y1, a.mean1, a.rstd1, a.x}) st.release(id);
+  st.kernel(Kernel::kAccumulate, Phase::kBackward, l, mb, {nh}, {dx2}, {dx}, 0, d.dtype);
+  st.release(dx2);
+  return dx;
+}
+
+}  // namespace tandem

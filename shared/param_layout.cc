@@ -1,0 +1,121 @@
+#include "shared/param_layout.h"
+
+#include <algorithm>
+
+namespace tandem {
+namespace {
+
+GlobalSlice full(int64_t rows, int64_t cols) { return {rows, cols, 0, 0, rows, cols}; }
+GlobalSlice row_shard(int64_t rows, int64_t cols, int parts, int index) {
+  int64_t r = rows / parts;
+  return {rows, cols, r * index, 0, r, cols};
+}
+GlobalSlice col_shard(int64_t rows, int64_t cols, int parts, int index) {
+  int64_t c = cols / parts;
+  return {rows, cols, 0, c * index, rows, c};
+}
+
+void add(ParamUnit& u, std::string name, GlobalSlice s) {
+  ParamTensor t{std::move(name), s.rows, s.cols, s};
+  u.elements += t.elements();
+  u.tensors.push_back(std::move(t));
+}
+
+void add_norm(ParamUnit& u, const ModelSpec& m, const std::string& prefix) {
+  add(u, prefix + ".weight", full(1, m.hidden));
+  if (m.norm == Norm::kLayerNorm) add(u, prefix + ".bias", full(1, m.hidden));
+  u.norm_elements = u.elements;
+}
+
+ParamUnit layer_unit(const ModelSpec& m, int layer, int chunk, int tp, int ti) {
+  ParamUnit u;
+  u.kind = ParamUnit::Kind::kLayer;
+  u.layer = layer;
+  u.chunk = chunk;
+  const std::string p = "layer" + std::to_string(layer);
+  const int64_t h = m.hidden, d = m.head_dim();
+  add_norm(u, m, p + ".ln1");
+  add(u, p + ".ln2.weight", full(1, h));
+  if (m.norm == Norm::kLayerNorm) add(u, p + ".ln2.bias", full(1, h));
+  u.norm_elements = u.elements;
+  add(u, p + ".attn.q.weight", row_shard(m.heads * d, h, tp, ti));
+  add(u, p + ".attn.k.weight", row_shard(m.kv_heads * d, h, tp, ti));
+  add(u, p + ".attn.v.weight", row_shard(m.kv_heads * d, h, tp, ti));
+  add(u, p + ".attn.o.weight", col_shard(h, m.heads * d, tp, ti));
+  if (m.activation == Activation::kSwiglu) {
+    add(u, p + ".mlp.gate.weight", row_shard(m.ffn_hidden, h, tp, ti));
+    add(u, p + ".mlp.up.weight", row_shard(m.ffn_hidden, h, tp, ti));
+  } else {
+    add(u, p + ".mlp.fc1.weight", row_shard(m.ffn_hidden, h, tp, ti));
+  }
+  add(u, p + ".mlp.fc2.weight", col_shard(h, m.ffn_hidden, tp, ti));
+  return u;
+}
+
+}  // namespace
+
+int64_t ParamLayout::elements() const {
+  int64_t n = 0;
+  for (const ParamUnit& u : units) n += u.elements;
+  return n;
+}
+
+ParamLayout make_param_layout(const Scenario& sc, int stage, int ti) {
+  const ModelSpec& m = sc.model;
+  const StrategySpec& st = sc.strategy;
+  const int p = st.pp, v = st.virtual_stages, tp = st.tp;
+  const int per_chunk = m.layers / (p * v);
+  ParamLayout lay;
+  for (int c = 0; c < v; ++c) {
+    const int vs = c * p + stage;
+    if (vs == 0) {
+      ParamUnit u;
+      u.kind = ParamUnit::Kind::kEmbedding;
+      u.chunk = c;
+      add(u, "embedding.weight", row_shard(m.vocab, m.hidden, tp, ti));
+      u.tied_copy = m.tied_embeddings && p > 1;
+      lay.units.push_back(std::move(u));
+    }
+    for (int l = vs * per_chunk; l < (vs + 1) * per_chunk; ++l) lay.units.push_back(layer_unit(m, l, c, tp, ti));
+    if (vs == p * v - 1) {
+      ParamUnit u;
+      u.kind = ParamUnit::Kind::kHead;
+      u.chunk = c;
+      add_norm(u, m, "final_norm");
+      if (!m.tied_embeddings) add(u, "lm_head.weight", row_shard(m.vocab, m.hidden, tp, ti));
+      else if (p > 1) add(u, "embedding.weight", row_shard(m.vocab, m.hidden, tp, ti)), u.tied_copy = true;
+      else u.shares_embedding = true;
+      lay.units.push_back(std::move(u));
+    }
+  }
+  // Buckets in backward order, closing at the bucket size or a chunk boundary.
+  const int64_t bucket_elements =
+      std::max<int64_t>(1, static_cast<int64_t>(st.bucket_mb * 1048576.0) / dtype_bytes(st.dtype));
+  lay.bucket_of_unit.assign(lay.units.size(), -1);
+  lay.offset_of_unit.assign(lay.units.size(), 0);
+  GradBucket open;
+  auto close = [&] {
+    if (open.units.empty()) return;
+    const int64_t dp = st.dp;
+    open.elements = (open.elements + dp - 1) / dp * dp;
+    open.shard_elements = open.elements / dp;
+    lay.buckets.push_back(std::move(open));
+    open = GradBucket{};
+  };
+  for (int i = static_cast<int>(lay.units.size()) - 1; i >= 0; --i) {
+    const ParamUnit& u = lay.units[i];
+    if (!open.units.empty() && (open.chunk != u.chunk || u.tied_copy)) close();
+    if (open.units.empty()) open.chunk = u.chunk;
+    open.deferred = open.deferred || u.tied_copy;
+    lay.bucket_of_unit[i] = static_cast<int>(lay.buckets.size());
+    lay.offset_of_unit[i] = open.elements;
+    open.units.push_back(i);
+    open.unit_offsets.push_back(open.elements);
+    open.elements += u.elements;
+    if (open.elements >= bucket_elements || u.tied_copy) close();
+  }
+  close();
+  return lay;
+}
+
+}  // namespace tandem

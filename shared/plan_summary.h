@@ -1,0 +1,44 @@
+// What `tandem plan` reports about a schedule without running it: parameters, flops per
+// iteration, per-rank memory from the Alloc/Free timeline, communication volume per group kind.
+// Ranks are visited one class at a time (Schedule::rank_classes), so a 4096-rank plan generates
+// only one program per pipeline stage.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "shared/memory_timeline.h"
+#include "shared/schedule.h"
+
+namespace tandem {
+
+struct RankPlan {
+  int rank = 0;        // the class representative
+  int count = 0;       // ranks in its class
+  size_t tasks = 0;
+  MemoryProfile memory;
+  double model_flops = 0;     // forward + backward matrix flops of this rank
+  double hardware_flops = 0;  // plus recompute
+  std::array<int64_t, kGroupKindCount> collective_bytes{};  // by group kind, per iteration
+  int64_t p2p_bytes = 0;      // sent
+  int64_t offload_bytes = 0;  // host <-> device copies
+};
+
+struct PlanSummary {
+  int64_t parameters = 0;
+  double flops_per_iteration = 0;           // model flops, every rank
+  double hardware_flops_per_iteration = 0;  // with recompute
+  int64_t tokens_per_iteration = 0;
+  std::vector<RankPlan> ranks;              // one per rank class
+  int64_t peak_memory_bytes = 0;            // max over ranks
+  MemoryBreakdown breakdown;                // of the rank with the peak
+  int peak_rank = 0;
+  int64_t peak_host_bytes = 0;              // max over ranks, offloaded state
+  bool fits = true;                         // the peak fits in HBM
+  int64_t hbm_bytes = 0;
+};
+
+PlanSummary summarize(const Schedule& schedule);
+
+}  // namespace tandem

@@ -1,0 +1,32 @@
+// The process groups of a strategy, derived from its rank grid (shared/rank_grid.h). Ids are
+// dense and assigned kind by kind: tensor groups first (one per (dp, pp, sp)), then pipeline
+// (one per (dp, tp, sp)), data (one per (pp, tp, sp)), sequence when sp > 1 (one per
+// (dp, pp, tp)), and, when embeddings are tied across pipeline stages, the embedding groups
+// {first stage, last stage} (one per (dp, tp, sp)). Within a group, ranks are in axis order.
+#pragma once
+
+#include <vector>
+
+#include "shared/rank_grid.h"
+#include "shared/schedule.h"
+
+namespace tandem {
+
+std::vector<ProcessGroup> make_process_groups(const Scenario& scenario, const RankGrid& grid);
+
+// Id arithmetic for the layout above.
+struct GroupIds {
+  GroupIds(const Scenario& scenario, const RankGrid& grid);
+  GroupId tp(RankCoord c) const;
+  GroupId pp(RankCoord c) const;
+  GroupId dp(RankCoord c) const;
+  GroupId sp(RankCoord c) const;         // kNoId when sp == 1
+  GroupId embedding(RankCoord c) const;  // kNoId when there is no embedding group
+
+ private:
+  const RankGrid* grid_;
+  GroupId tp_base_, pp_base_, dp_base_, sp_base_, emb_base_;
+  bool has_sp_, has_emb_;
+};
+
+}  // namespace tandem

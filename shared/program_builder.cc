@@ -1,0 +1,140 @@
+#include "shared/program_builder.h"
+
+#include <algorithm>
+
+#include "shared/error.h"
+
+namespace tandem {
+
+ProgramBuilder::ProgramBuilder(int rank) {
+  program_.rank = rank;
+  last_on_stream_.fill(kNoId);
+}
+
+BufferId ProgramBuilder::buffer(std::string name, int64_t bytes, DType dtype, BufferRole role,
+                                Placement placement) {
+  Buffer b;
+  b.id = static_cast<BufferId>(program_.buffers.size());
+  b.name = std::move(name);
+  b.bytes = bytes;
+  b.dtype = dtype;
+  b.role = role;
+  b.placement = placement;
+  program_.buffers.push_back(std::move(b));
+  Access a;
+  a.last_write.fill(kNoId);
+  a.last_read.fill(kNoId);
+  access_.push_back(a);
+  return program_.buffers.back().id;
+}
+
+BufferId ProgramBuilder::view(BufferId of, int64_t offset_bytes, int64_t bytes, DType dtype,
+                              std::string name) {
+  const Buffer& base = program_.buffers.at(of);
+  if (offset_bytes < 0 || offset_bytes + bytes > base.bytes)
+    throw Error("program builder: view " + name + " [" + std::to_string(offset_bytes) + ", +" +
+                std::to_string(bytes) + ") outside " + base.name + " of " + std::to_string(base.bytes) + " bytes");
+  BufferId id = buffer(std::move(name), bytes, dtype, base.role, base.placement);
+  program_.buffers[id].view_of = of;
+  program_.buffers[id].view_offset_bytes = offset_bytes;
+  return id;
+}
+
+void ProgramBuilder::set_slice(BufferId id, const GlobalSlice& slice) {
+  program_.buffers.at(id).has_slice = true;
+  program_.buffers.at(id).slice = slice;
+}
+
+void ProgramBuilder::set_shard(BufferId id, BufferId shard_of, int64_t offset_bytes) {
+  program_.buffers.at(id).shard_of = shard_of;
+  program_.buffers.at(id).shard_offset_bytes = offset_bytes;
+}
+
+BufferId ProgramBuilder::root(BufferId b) const {
+  while (program_.buffers[b].view_of != kNoId) b = program_.buffers[b].view_of;
+  return b;
+}
+
+TaskId ProgramBuilder::add(Stream s, TaskOp op, const std::vector<BufferId>& reads,
+                           const std::vector<BufferId>& writes, std::initializer_list<TaskId> extra) {
+  const TaskId id = static_cast<TaskId>(program_.tasks.size());
+  const int si = static_cast<int>(s);
+  Task t;
+  t.id = id;
+  t.stream = s;
+  auto need = [&](TaskId dep) {
+    if (dep == kNoId || program_.tasks[dep].stream == s) return;  // the stream orders it
+    if (std::find(t.deps.begin(), t.deps.end(), dep) == t.deps.end()) t.deps.push_back(dep);
+  };
+  for (TaskId e : extra) need(e);
+  for (BufferId b : reads) {
+    const Access& a = access_[root(b)];
+    for (int k = 0; k < kStreamCount; ++k) need(a.last_write[k]);
+  }
+  for (BufferId b : writes) {
+    const Access& a = access_[root(b)];
+    for (int k = 0; k < kStreamCount; ++k) {
+      need(a.last_write[k]);
+      need(a.last_read[k]);
+    }
+  }
+  // Keep deps small: a dep on a stream makes earlier tasks of that stream implied.
+  std::sort(t.deps.begin(), t.deps.end());
+  std::vector<TaskId> kept;
+  for (auto it = t.deps.rbegin(); it != t.deps.rend(); ++it) {
+    Stream ds = program_.tasks[*it].stream;
+    bool implied = std::any_of(kept.begin(), kept.end(), [&](TaskId k) { return program_.tasks[k].stream == ds; });
+    if (!implied) kept.push_back(*it);
+  }
+  std::sort(kept.begin(), kept.end());
+  t.deps = std::move(kept);
+  t.op = std::move(op);
+  for (BufferId b : reads) access_[root(b)].last_read[si] = id;
+  for (BufferId b : writes) access_[root(b)].last_write[si] = id;
+  last_on_stream_[si] = id;
+  program_.tasks.push_back(std::move(t));
+  return id;
+}
+
+TaskId ProgramBuilder::alloc(BufferId b, Stream s, std::initializer_list<TaskId> extra) {
+  return add(s, Alloc{b}, {}, {b}, extra);
+}
+
+TaskId ProgramBuilder::free(BufferId b, Stream s, std::initializer_list<TaskId> extra) {
+  return add(s, Free{b}, {}, {b}, extra);
+}
+
+TaskId ProgramBuilder::compute(Compute c, std::initializer_list<TaskId> extra, Stream s) {
+  std::vector<BufferId> reads = c.inputs, writes = c.outputs;
+  return add(s, std::move(c), reads, writes, extra);
+}
+
+TaskId ProgramBuilder::collective(Collective c, Stream s, std::initializer_list<TaskId> extra) {
+  std::vector<BufferId> reads, writes;
+  if (!c.buffers.empty()) reads.push_back(c.buffers.front());
+  if (c.buffers.size() > 1) writes.push_back(c.buffers[1]);
+  else if (!c.buffers.empty()) writes.push_back(c.buffers.front());
+  return add(s, std::move(c), reads, writes, extra);
+}
+
+TaskId ProgramBuilder::send(int peer, BufferId b, int tag, int microbatch, Stream s,
+                            std::initializer_list<TaskId> extra) {
+  SendRecv m{true, peer, program_.buffers.at(b).bytes, b, tag, microbatch};
+  return add(s, m, {b}, {}, extra);
+}
+
+TaskId ProgramBuilder::recv(int peer, BufferId b, int tag, int microbatch, Stream s,
+                            std::initializer_list<TaskId> extra) {
+  SendRecv m{false, peer, program_.buffers.at(b).bytes, b, tag, microbatch};
+  return add(s, m, {}, {b}, extra);
+}
+
+TaskId ProgramBuilder::copy(CopyDirection dir, BufferId src, BufferId dst, Stream s,
+                            std::initializer_list<TaskId> extra) {
+  Copy c{dir, program_.buffers.at(src).bytes, src, dst};
+  return add(s, c, {src}, {dst}, extra);
+}
+
+Program ProgramBuilder::finish() && { return std::move(program_); }
+
+}  // namespace tandem

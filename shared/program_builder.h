@@ -1,0 +1,56 @@
+// Builds one rank's Program and derives the data dependencies itself: every task that reads a
+// buffer waits for the buffer's last writer on each other stream, and every task that writes it
+// (Alloc and Free included) also waits for its last readers there. Views count as their root
+// buffer. Tasks of one stream are ordered by the stream, so only cross-stream edges are stored.
+// Generators therefore say what a task touches and on which stream, never how to order it.
+#pragma once
+
+#include <array>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "shared/schedule.h"
+
+namespace tandem {
+
+class ProgramBuilder {
+ public:
+  explicit ProgramBuilder(int rank);
+
+  BufferId buffer(std::string name, int64_t bytes, DType dtype, BufferRole role,
+                  Placement placement = Placement::kDevice);
+  BufferId view(BufferId of, int64_t offset_bytes, int64_t bytes, DType dtype, std::string name);
+  void set_slice(BufferId id, const GlobalSlice& slice);
+  void set_shard(BufferId id, BufferId shard_of, int64_t offset_bytes);
+  const Buffer& buffer_at(BufferId id) const { return program_.buffers[id]; }
+
+  TaskId alloc(BufferId b, Stream s, std::initializer_list<TaskId> extra = {});
+  TaskId free(BufferId b, Stream s, std::initializer_list<TaskId> extra = {});
+  TaskId compute(Compute c, std::initializer_list<TaskId> extra = {}, Stream s = Stream::kCompute);
+  TaskId collective(Collective c, Stream s, std::initializer_list<TaskId> extra = {});
+  TaskId send(int peer, BufferId b, int tag, int microbatch, Stream s, std::initializer_list<TaskId> extra = {});
+  TaskId recv(int peer, BufferId b, int tag, int microbatch, Stream s, std::initializer_list<TaskId> extra = {});
+  TaskId copy(CopyDirection dir, BufferId src, BufferId dst, Stream s, std::initializer_list<TaskId> extra = {});
+
+  // The last task issued on a stream (kNoId if none).
+  TaskId last_on(Stream s) const { return last_on_stream_[static_cast<int>(s)]; }
+  TaskId size() const { return static_cast<TaskId>(program_.tasks.size()); }
+
+  Program finish() &&;
+
+ private:
+  struct Access {
+    std::array<TaskId, kStreamCount> last_write;
+    std::array<TaskId, kStreamCount> last_read;
+  };
+  BufferId root(BufferId b) const;
+  TaskId add(Stream s, TaskOp op, const std::vector<BufferId>& reads,
+             const std::vector<BufferId>& writes, std::initializer_list<TaskId> extra);
+
+  Program program_;
+  std::vector<Access> access_;  // by root buffer
+  std::array<TaskId, kStreamCount> last_on_stream_;
+};
+
+}  // namespace tandem

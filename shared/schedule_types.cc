@@ -1,0 +1,169 @@
+// Names and cost figures of the schedule IR's enums and tasks.
+#include "shared/schedule.h"
+
+namespace tandem {
+
+const char* to_string(Stream s) {
+  switch (s) {
+    case Stream::kCompute: return "compute";
+    case Stream::kComm: return "comm";
+    case Stream::kGradComm: return "grad-comm";
+    case Stream::kSendFwd: return "send-fwd";
+    case Stream::kSendBwd: return "send-bwd";
+    case Stream::kRecvFwd: return "recv-fwd";
+    case Stream::kRecvBwd: return "recv-bwd";
+    case Stream::kH2D: return "h2d";
+    case Stream::kD2H: return "d2h";
+    case Stream::kHost: return "host";
+  }
+  return "?";
+}
+
+const char* to_string(BufferRole r) {
+  switch (r) {
+    case BufferRole::kParam: return "params";
+    case BufferRole::kGrad: return "grads";
+    case BufferRole::kOptimizer: return "optimizer";
+    case BufferRole::kActivation: return "activations";
+    case BufferRole::kWorkspace: return "workspace";
+    case BufferRole::kComm: return "comm";
+  }
+  return "?";
+}
+
+const char* to_string(Phase p) {
+  switch (p) {
+    case Phase::kForward: return "forward";
+    case Phase::kBackward: return "backward";
+    case Phase::kRecompute: return "recompute";
+    case Phase::kOptimizer: return "optimizer";
+  }
+  return "?";
+}
+
+const char* to_string(Kernel k) {
+  switch (k) {
+    case Kernel::kData: return "data";
+    case Kernel::kEmbedding: return "embedding";
+    case Kernel::kEmbeddingBwd: return "embedding-bwd";
+    case Kernel::kLayerNorm: return "layernorm";
+    case Kernel::kLayerNormBwd: return "layernorm-bwd";
+    case Kernel::kRmsNorm: return "rmsnorm";
+    case Kernel::kRmsNormBwd: return "rmsnorm-bwd";
+    case Kernel::kGemm: return "gemm";
+    case Kernel::kAttention: return "attention";
+    case Kernel::kAttentionBwd: return "attention-bwd";
+    case Kernel::kGelu: return "gelu";
+    case Kernel::kGeluBwd: return "gelu-bwd";
+    case Kernel::kSwiglu: return "swiglu";
+    case Kernel::kSwigluBwd: return "swiglu-bwd";
+    case Kernel::kDropout: return "dropout";
+    case Kernel::kDropoutBwd: return "dropout-bwd";
+    case Kernel::kAdd: return "add";
+    case Kernel::kAccumulate: return "accumulate";
+    case Kernel::kCrossEntropyMax: return "xent-max";
+    case Kernel::kCrossEntropySumExp: return "xent-sumexp";
+    case Kernel::kCrossEntropyTarget: return "xent-target";
+    case Kernel::kCrossEntropyLoss: return "xent-loss";
+    case Kernel::kCrossEntropyBwd: return "xent-bwd";
+    case Kernel::kAdam: return "adam";
+  }
+  return "?";
+}
+
+const char* to_string(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllReduce: return "all-reduce";
+    case CollectiveOp::kAllGather: return "all-gather";
+    case CollectiveOp::kReduceScatter: return "reduce-scatter";
+    case CollectiveOp::kAllToAll: return "all-to-all";
+    case CollectiveOp::kBroadcast: return "broadcast";
+    case CollectiveOp::kReduce: return "reduce";
+  }
+  return "?";
+}
+
+const char* to_string(GroupKind k) {
+  switch (k) {
+    case GroupKind::kTp: return "tp";
+    case GroupKind::kPp: return "pp";
+    case GroupKind::kDp: return "dp";
+    case GroupKind::kSp: return "sp";
+    case GroupKind::kEp: return "ep";
+    case GroupKind::kEmbedding: return "embedding";
+  }
+  return "?";
+}
+
+double Compute::matmul_flops() const {
+  const auto& d = dims;
+  switch (kernel) {
+    case Kernel::kGemm:
+      return 2.0 * double(d[0]) * double(d[1]) * double(d[2]);
+    case Kernel::kAttention:  // QK^T and PV: 2 * (2 * s * s * head_dim) per head and sequence
+      return 4.0 * double(d[0]) * double(d[1]) * double(d[1]) * double(d[2]) * double(d[4]);
+    case Kernel::kAttentionBwd:  // dQ, dK, dV, dP: twice the forward
+      return 8.0 * double(d[0]) * double(d[1]) * double(d[1]) * double(d[2]) * double(d[4]);
+    default:
+      return 0.0;
+  }
+}
+
+double Compute::bytes_moved() const {
+  const double e = dtype_bytes(dtype);
+  const auto& d = dims;
+  switch (kernel) {
+    case Kernel::kData:
+      return 8.0 * double(d[1]) * double(d[2]);
+    case Kernel::kEmbedding:
+    case Kernel::kEmbeddingBwd:
+      return double(d[0]) * (4.0 + 2.0 * e * double(d[1]));
+    case Kernel::kLayerNorm:
+    case Kernel::kRmsNorm:
+      return 2.0 * e * double(d[0]) * double(d[1]) + 8.0 * double(d[0]);
+    case Kernel::kLayerNormBwd:
+    case Kernel::kRmsNormBwd:
+      return 3.0 * e * double(d[0]) * double(d[1]) + 8.0 * double(d[0]);
+    case Kernel::kGemm: {
+      double c = double(d[0]) * double(d[1]);
+      double io = double(d[0]) * double(d[2]) + double(d[2]) * double(d[1]) + c;
+      if (flags & kAccumulateOut) io += c;
+      return e * io;
+    }
+    case Kernel::kAttention: {  // read Q, K, V once, write O (flash-style traffic)
+      double tokens = double(d[0]) * double(d[1]);
+      return e * tokens * double(d[4]) * (2.0 * double(d[2]) + 2.0 * double(d[3]));
+    }
+    case Kernel::kAttentionBwd: {
+      double tokens = double(d[0]) * double(d[1]);
+      return 2.0 * e * tokens * double(d[4]) * (2.0 * double(d[2]) + 2.0 * double(d[3]));
+    }
+    case Kernel::kGelu:
+    case Kernel::kAdd:
+      return e * double(d[0]) * (kernel == Kernel::kAdd ? 3.0 : 2.0);
+    case Kernel::kGeluBwd:
+    case Kernel::kAccumulate:
+      return 3.0 * e * double(d[0]);
+    case Kernel::kSwiglu:
+      return 3.0 * e * double(d[0]) * double(d[1]);
+    case Kernel::kSwigluBwd:
+      return 5.0 * e * double(d[0]) * double(d[1]);
+    case Kernel::kDropout:
+      return (2.0 * e + 1.0) * double(d[0]);
+    case Kernel::kDropoutBwd:
+      return (2.0 * e + 1.0) * double(d[0]);
+    case Kernel::kCrossEntropyMax:
+    case Kernel::kCrossEntropySumExp:
+    case Kernel::kCrossEntropyTarget:
+      return e * double(d[0]) * double(d[1]);
+    case Kernel::kCrossEntropyLoss:
+      return 16.0 * double(d[0]);
+    case Kernel::kCrossEntropyBwd:
+      return 2.0 * e * double(d[0]) * double(d[1]);
+    case Kernel::kAdam:  // grad in; fp32 master, m, v read and written; param written
+      return double(d[0]) * (e + 24.0 + e);
+  }
+  return 0.0;
+}
+
+}  // namespace tandem

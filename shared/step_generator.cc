@@ -1,0 +1,141 @@
+// One rank's training iteration: persistent state, then the pipeline schedule's forward and
+// backward passes (each one micro-batch through one model chunk), then the optimizer.
+#include "shared/step_generator.h"
+
+#include "shared/error.h"
+#include "shared/pipeline_order.h"
+#include "shared/process_groups.h"
+#include "shared/step_state.h"
+
+namespace tandem {
+namespace {
+
+class StepGenerator : public ProgramGenerator {
+ public:
+  StepGenerator(const Scenario& sc, const RankGrid& grid) : sc_(sc), grid_(grid) {}
+  Program generate(int rank) const override;
+
+ private:
+  void forward(StepState& st, int chunk, int mb) const;
+  void backward(StepState& st, int chunk, int mb) const;
+  int peer(const StepState& st, int stage_delta) const {
+    RankCoord c = st.coord;
+    c.pp = (c.pp + stage_delta + grid_.pp()) % grid_.pp();
+    return grid_.rank(c);
+  }
+  std::vector<int> chunk_units(const StepState& st, int chunk) const {
+    std::vector<int> u;
+    for (size_t i = 0; i < st.lay.units.size(); ++i)
+      if (st.lay.units[i].chunk == chunk) u.push_back(static_cast<int>(i));
+    return u;
+  }
+
+  const Scenario& sc_;
+  const RankGrid& grid_;
+};
+
+void StepGenerator::forward(StepState& st, int chunk, int mb) const {
+  const StepDims& d = st.d;
+  BufferId x = kNoId;
+  std::vector<LayerActs>& acts = st.acts[{chunk, mb}];
+  for (int u : chunk_units(st, chunk)) {
+    const ParamUnit& pu = st.lay.units[u];
+    ensure_params(st, u, true);
+    if (pu.kind == ParamUnit::Kind::kEmbedding) {
+      x = emit_embedding_forward(st, u, chunk, mb);
+    } else if (pu.kind == ParamUnit::Kind::kLayer) {
+      if (x == kNoId) {  // the chunk's input comes from the previous virtual stage
+        x = st.b.buffer(st.name("x_recv", pu.layer, mb), d.n_local * d.hidden * dtype_bytes(d.dtype), d.dtype,
+                        BufferRole::kActivation);
+        const TaskId posted = st.b.last_on(Stream::kCompute);  // post the receive when compute gets here
+        if (posted == kNoId) st.b.alloc(x, Stream::kRecvFwd);
+        else st.b.alloc(x, Stream::kRecvFwd, {posted});
+        st.b.recv(peer(st, -1), x, 0, mb, Stream::kRecvFwd);
+      }
+      LayerActs a;
+      a.layer = pu.layer;
+      a.mb = mb;
+      a.x = x;
+      emit_layer_forward(st, u, a, Phase::kForward, &x);
+      acts.push_back(a);
+    } else {
+      emit_head_forward(st, u, chunk, mb, x);
+      x = kNoId;
+    }
+    release_params_after(st, u, true);
+  }
+  if (x != kNoId) {  // not the last virtual stage: hand the activations on
+    st.b.send(peer(st, +1), x, 0, mb, Stream::kSendFwd);
+    st.b.free(x, Stream::kSendFwd);
+  }
+}
+
+void StepGenerator::backward(StepState& st, int chunk, int mb) const {
+  const StepDims& d = st.d;
+  std::vector<LayerActs>& acts = st.acts[{chunk, mb}];
+  std::vector<int> units = chunk_units(st, chunk);
+  BufferId g = kNoId;
+  int layer_index = static_cast<int>(acts.size());
+  for (auto it = units.rbegin(); it != units.rend(); ++it) {
+    const int u = *it;
+    const ParamUnit& pu = st.lay.units[u];
+    ensure_params(st, u, false);
+    ensure_grads(st, u);
+    if (pu.kind == ParamUnit::Kind::kHead) {
+      g = emit_head_backward(st, u, chunk, mb);
+    } else if (pu.kind == ParamUnit::Kind::kLayer) {
+      if (g == kNoId) {  // the gradient comes from the next virtual stage
+        g = st.b.buffer(st.name("dx_recv", pu.layer, mb), d.n_local * d.hidden * dtype_bytes(d.dtype), d.dtype,
+                        BufferRole::kActivation);
+        const TaskId posted = st.b.last_on(Stream::kCompute);
+        if (posted == kNoId) st.b.alloc(g, Stream::kRecvBwd);
+        else st.b.alloc(g, Stream::kRecvBwd, {posted});
+        st.b.recv(peer(st, +1), g, 1, mb, Stream::kRecvBwd);
+      }
+      g = emit_layer_backward(st, u, acts[--layer_index], g);
+    } else {
+      emit_embedding_backward(st, u, chunk, mb, g);
+      g = kNoId;
+    }
+    release_params_after(st, u, false);
+    after_unit_backward(st, u, mb);
+  }
+  st.acts.erase({chunk, mb});
+  if (g != kNoId) {
+    st.b.send(peer(st, -1), g, 1, mb, Stream::kSendBwd);
+    st.b.free(g, Stream::kSendBwd);
+  }
+}
+
+Program StepGenerator::generate(int rank) const {
+  StepState st(sc_, grid_, rank);
+  emit_persistent_state(st);
+  const StrategySpec& s = sc_.strategy;
+  for (const PipeOp& op : pipeline_order(s.pp_schedule, s.pp, st.coord.pp, st.micro_batches, s.virtual_stages)) {
+    if (op.forward) forward(st, op.chunk, op.microbatch);
+    else backward(st, op.chunk, op.microbatch);
+  }
+  emit_optimizer(st);
+  return std::move(st.b).finish();
+}
+
+}  // namespace
+
+std::unique_ptr<ProgramGenerator> make_step_generator(const Scenario& sc, const RankGrid& grid,
+                                                      const std::vector<ProcessGroup>&) {
+  const StrategySpec& s = sc.strategy;
+  const std::string where = sc.origin + ": ";
+  if (s.tp_mode != TpMode::k1d)
+    throw Error(where + "strategy.tp_mode = " + to_string(s.tp_mode) +
+                ": only 1d tensor parallelism is generated so far (2d/2.5d/3d are planned)");
+  if (s.sp_mode == SpMode::kRing || s.sp_mode == SpMode::kUlysses)
+    throw Error(where + "strategy.sp_mode = " + to_string(s.sp_mode) +
+                ": ring and Ulysses sequence parallelism are not generated yet (megatron is)");
+  if (s.offload == Offload::kAuto || s.offload == Offload::kParams)
+    throw Error(where + "strategy.offload = " + to_string(s.offload) +
+                ": only optimizer offload is generated so far (parameter offload and Gemini's auto "
+                "placement are planned)");
+  return std::make_unique<StepGenerator>(sc, grid);
+}
+
+}  // namespace tandem

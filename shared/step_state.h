@@ -1,0 +1,129 @@
+// The working state of one rank's program while the step generator writes it: the dimensions
+// every kernel needs, the parameter and gradient views, the activations saved per micro-batch.
+// Private to the generator files (step_generator.cc, layer_emitter.cc, edge_emitter.cc,
+// grad_sync.cc).
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "shared/param_layout.h"
+#include "shared/process_groups.h"
+#include "shared/program_builder.h"
+#include "shared/rank_grid.h"
+
+namespace tandem {
+
+// Local sizes of one micro-batch on this rank.
+struct StepDims {
+  int64_t n = 0;        // tokens of a micro-batch: micro_batch * seq
+  int64_t n_local = 0;  // tokens this rank keeps between blocks (n / tp with Megatron-SP)
+  int64_t hidden = 0;
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;  // local heads
+  int64_t qkv_out = 0;  // (heads + 2 kv_heads) * head_dim
+  int64_t ffn = 0;      // local ffn width
+  int64_t ffn_in = 0;   // fc1 output width: ffn, or 2 ffn for SwiGLU
+  int64_t vocab = 0, vocab_offset = 0;  // local vocabulary rows and their first global row
+  int64_t batch = 0, seq = 0;
+  DType dtype = DType::kFp32;
+  int tp = 1;
+  bool seq_parallel = false;  // Megatron-SP over the tensor group
+  bool dropout = false;
+  bool flash = false;
+};
+
+// Parameter (or gradient) views of one unit. kNoId where the unit has no such tensor.
+struct UnitViews {
+  BufferId ln1_w = kNoId, ln1_b = kNoId, ln2_w = kNoId, ln2_b = kNoId;
+  BufferId qkv = kNoId, o = kNoId, fc1 = kNoId, fc2 = kNoId;
+  BufferId table = kNoId;            // embedding table, or the head's weight
+  BufferId norm = kNoId;             // the leading norm region (Megatron-SP all-reduces it)
+};
+
+// What a layer's forward keeps for its backward (kNoId where not kept).
+struct LayerActs {
+  int layer = -1, mb = -1;
+  BufferId x = kNoId, mean1 = kNoId, rstd1 = kNoId, y1 = kNoId, qkv = kNoId, ctx = kNoId, lse = kNoId;
+  BufferId probs = kNoId, amask = kNoId, adrop = kNoId, omask = kNoId;
+  BufferId x2 = kNoId, mean2 = kNoId, rstd2 = kNoId, y2 = kNoId, h1 = kNoId, a1 = kNoId, hmask = kNoId;
+};
+
+struct HeadActs {
+  BufferId x = kNoId, yf = kNoId, mean = kNoId, rstd = kNoId, logits = kNoId, max = kNoId, sum = kNoId;
+  BufferId targets = kNoId;
+};
+
+struct BucketBuffers {
+  BufferId param = kNoId;        // the whole bucket (persistent, or gathered under ZeRO-3)
+  BufferId param_shard = kNoId;  // this rank's shard (a view, or a buffer under ZeRO-3)
+  BufferId grad = kNoId;         // the whole bucket's gradient (per micro-batch under ZeRO-2/3)
+  BufferId grad_shard = kNoId;   // reduced shard (a view under ZeRO-1, a buffer under ZeRO-2/3)
+  BufferId master = kNoId, m = kNoId, v = kNoId;  // optimizer states (shards under ZeRO >= 1)
+  bool gathered = false;         // ZeRO-3: the whole bucket is allocated now
+  bool grad_live = false;        // ZeRO-2/3: the per-micro-batch gradient is allocated now
+};
+
+struct StepState {
+  StepState(const Scenario& sc, const RankGrid& grid, int rank);
+
+  const Scenario& sc;
+  const RankGrid& grid;
+  const int rank;
+  const RankCoord coord;
+  const GroupIds gids;
+  const int micro_batches;
+  StepDims d;
+  ProgramBuilder b;
+  ParamLayout lay;
+  std::vector<UnitViews> pv, gv;  // per unit
+  std::vector<BucketBuffers> buckets;
+  BufferId loss = kNoId;
+  std::map<std::pair<int, int>, std::vector<LayerActs>> acts;  // (chunk, mb) -> per layer
+  std::map<std::pair<int, int>, HeadActs> head;
+  std::map<std::pair<int, int>, BufferId> tokens;  // (chunk, mb) on the first virtual stage
+  std::map<int, BufferId> targets;                 // mb -> targets loaded with the tokens (pp == 1)
+
+  GroupId tp_group() const { return gids.tp(coord); }
+  std::string name(const char* what, int layer, int mb) const;
+  // A new activation-like buffer of `elements` elements, allocated now on the compute stream.
+  BufferId make(const char* what, int layer, int mb, int64_t elements, DType dtype,
+                BufferRole role = BufferRole::kActivation, Stream s = Stream::kCompute);
+  void release(BufferId id, Stream s = Stream::kCompute) {
+    if (id != kNoId) b.free(id, s);
+  }
+  TaskId kernel(Kernel k, Phase phase, int layer, int mb, std::array<int64_t, 6> dims,
+                std::vector<BufferId> in, std::vector<BufferId> out, uint8_t flags = 0,
+                DType dtype = DType::kFp32);
+  // Collective over the tensor group (skipped when tp == 1). bytes per the IR's convention.
+  void tp_collective(CollectiveOp op, BufferId in, BufferId out, int64_t bytes, Phase phase, int layer, int mb,
+                     ReduceOp reduce = ReduceOp::kSum, DType dtype = DType::kFp32);
+  // Y[n, out] = X W^T, dX = dY W, dW += dY^T X (weights stored [out, in]).
+  void linear_fwd(Phase ph, int layer, int mb, BufferId x, BufferId w, BufferId y, int64_t rows, int64_t out, int64_t in);
+  void linear_dgrad(int layer, int mb, BufferId dy, BufferId w, BufferId dx, int64_t rows, int64_t out, int64_t in);
+  void linear_wgrad(int layer, int mb, BufferId dy, BufferId x, BufferId dw, int64_t rows, int64_t out, int64_t in);
+  // Megatron-SP: gather a sequence shard [n_local, h] to [n, h] (a comm buffer the caller frees).
+  BufferId gather_seq(BufferId shard, int layer, int mb, Phase ph, const char* what);
+  // Reduce a partial [n, h] over the tensor group: all-reduce in place, or reduce-scatter to a new
+  // [n_local, h] shard (freeing the partial). Returns the reduced buffer.
+  BufferId reduce_partial(BufferId partial, int layer, int mb, Phase ph, const char* what);
+};
+
+// layer_emitter.cc
+void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase phase, BufferId* out);
+BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dout);
+// edge_emitter.cc: embedding (first virtual stage) and head + loss (last virtual stage).
+BufferId emit_embedding_forward(StepState& st, int unit, int chunk, int mb);
+void emit_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx);
+void emit_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x);
+BufferId emit_head_backward(StepState& st, int unit, int chunk, int mb);
+// grad_sync.cc: persistent state, ZeRO gathers, gradient reduction, optimizer.
+void emit_persistent_state(StepState& st);
+void ensure_params(StepState& st, int unit, bool forward);
+void release_params_after(StepState& st, int unit, bool forward);
+void ensure_grads(StepState& st, int unit);
+void after_unit_backward(StepState& st, int unit, int mb);
+void emit_optimizer(StepState& st);
+
+}  // namespace tandem
