@@ -11,6 +11,13 @@ ProgramBuilder::ProgramBuilder(int rank) {
   last_on_stream_.fill(kNoId);
 }
 
+void ProgramBuilder::reserve(size_t tasks, size_t buffers) {
+  program_.tasks.reserve(tasks);
+  program_.buffers.reserve(buffers);
+  access_.reserve(buffers);
+  roots_.reserve(buffers);
+}
+
 BufferId ProgramBuilder::buffer(std::string name, int64_t bytes, DType dtype, BufferRole role,
                                 Placement placement) {
   Buffer b;
@@ -25,6 +32,7 @@ BufferId ProgramBuilder::buffer(std::string name, int64_t bytes, DType dtype, Bu
   a.last_write.fill(kNoId);
   a.last_read.fill(kNoId);
   access_.push_back(a);
+  roots_.push_back(program_.buffers.back().id);
   return program_.buffers.back().id;
 }
 
@@ -37,6 +45,7 @@ BufferId ProgramBuilder::view(BufferId of, int64_t offset_bytes, int64_t bytes, 
   BufferId id = buffer(std::move(name), bytes, dtype, base.role, base.placement);
   program_.buffers[id].view_of = of;
   program_.buffers[id].view_offset_bytes = offset_bytes;
+  roots_[id] = roots_[of];
   return id;
 }
 
@@ -50,11 +59,6 @@ void ProgramBuilder::set_shard(BufferId id, BufferId shard_of, int64_t offset_by
   program_.buffers.at(id).shard_offset_bytes = offset_bytes;
 }
 
-BufferId ProgramBuilder::root(BufferId b) const {
-  while (program_.buffers[b].view_of != kNoId) b = program_.buffers[b].view_of;
-  return b;
-}
-
 TaskId ProgramBuilder::add(Stream s, TaskOp op, const std::vector<BufferId>& reads,
                            const std::vector<BufferId>& writes, std::initializer_list<TaskId> extra) {
   const TaskId id = static_cast<TaskId>(program_.tasks.size());
@@ -62,32 +66,30 @@ TaskId ProgramBuilder::add(Stream s, TaskOp op, const std::vector<BufferId>& rea
   Task t;
   t.id = id;
   t.stream = s;
-  auto need = [&](TaskId dep) {
-    if (dep == kNoId || program_.tasks[dep].stream == s) return;  // the stream orders it
-    if (std::find(t.deps.begin(), t.deps.end(), dep) == t.deps.end()) t.deps.push_back(dep);
+  // The latest task needed on each other stream: it implies the earlier ones of its stream.
+  std::array<TaskId, kStreamCount> need;
+  need.fill(kNoId);
+  auto want = [&](TaskId dep) {
+    if (dep == kNoId) return;
+    const int ds = static_cast<int>(program_.tasks[dep].stream);
+    if (ds == si) return;  // the stream orders it
+    if (need[ds] == kNoId || dep > need[ds]) need[ds] = dep;
   };
-  for (TaskId e : extra) need(e);
+  for (TaskId e : extra) want(e);
   for (BufferId b : reads) {
     const Access& a = access_[root(b)];
-    for (int k = 0; k < kStreamCount; ++k) need(a.last_write[k]);
+    for (int k = 0; k < kStreamCount; ++k) want(a.last_write[k]);
   }
   for (BufferId b : writes) {
     const Access& a = access_[root(b)];
     for (int k = 0; k < kStreamCount; ++k) {
-      need(a.last_write[k]);
-      need(a.last_read[k]);
+      want(a.last_write[k]);
+      want(a.last_read[k]);
     }
   }
-  // Keep deps small: a dep on a stream makes earlier tasks of that stream implied.
+  for (TaskId dep : need)
+    if (dep != kNoId) t.deps.push_back(dep);
   std::sort(t.deps.begin(), t.deps.end());
-  std::vector<TaskId> kept;
-  for (auto it = t.deps.rbegin(); it != t.deps.rend(); ++it) {
-    Stream ds = program_.tasks[*it].stream;
-    bool implied = std::any_of(kept.begin(), kept.end(), [&](TaskId k) { return program_.tasks[k].stream == ds; });
-    if (!implied) kept.push_back(*it);
-  }
-  std::sort(kept.begin(), kept.end());
-  t.deps = std::move(kept);
   t.op = std::move(op);
   for (BufferId b : reads) access_[root(b)].last_read[si] = id;
   for (BufferId b : writes) access_[root(b)].last_write[si] = id;

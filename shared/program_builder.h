@@ -17,6 +17,8 @@ namespace tandem {
 class ProgramBuilder {
  public:
   explicit ProgramBuilder(int rank);
+  // Capacity hints, to avoid regrowing large programs.
+  void reserve(size_t tasks, size_t buffers);
 
   BufferId buffer(std::string name, int64_t bytes, DType dtype, BufferRole role,
                   Placement placement = Placement::kDevice);
@@ -44,12 +46,13 @@ class ProgramBuilder {
     std::array<TaskId, kStreamCount> last_write;
     std::array<TaskId, kStreamCount> last_read;
   };
-  BufferId root(BufferId b) const;
+  BufferId root(BufferId b) const { return roots_[b]; }
   TaskId add(Stream s, TaskOp op, const std::vector<BufferId>& reads,
              const std::vector<BufferId>& writes, std::initializer_list<TaskId> extra);
 
   Program program_;
   std::vector<Access> access_;  // by root buffer
+  std::vector<BufferId> roots_;  // the buffer a view (or a buffer itself) allocates in
   std::array<TaskId, kStreamCount> last_on_stream_;
 };
 

@@ -1,5 +1,7 @@
 // tandem plan SCENARIO [--set k=v ...] [--json]: the strategy's rank grid and groups, flops,
 // parameters, per-rank memory and communication volume, without running anything.
+#include <malloc.h>
+
 #include <iostream>
 
 #include <boost/program_options.hpp>
@@ -11,6 +13,10 @@
 namespace po = boost::program_options;
 
 int main(int argc, char** argv) {
+  // Rank programs are generated one after another: keep freed memory in the heap for the next
+  // one instead of returning it to the OS and faulting it in again.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   po::options_description opts("tandem plan SCENARIO [options]");
   opts.add_options()("help,h", "show this help")(
       "set", po::value<std::vector<std::string>>()->composing(), "override a scenario field: part.field=value")(
