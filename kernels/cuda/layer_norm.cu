@@ -1,0 +1,141 @@
+#include "kernels/cuda/detail/check.h"
+#include "kernels/cuda/detail/column_sum.cuh"
+#include "kernels/cuda/detail/convert.cuh"
+#include "kernels/cuda/detail/grid.h"
+#include "kernels/cuda/detail/reduce.cuh"
+#include "kernels/cuda/layer_norm.h"
+
+namespace tandem::kernels::cuda {
+namespace {
+
+using detail::block_reduce;
+using detail::from_float;
+using detail::to_float;
+
+// One block per row.
+template <typename T>
+__global__ void forward_kernel(const T* x, const T* gamma, const T* beta, std::int64_t cols,
+                               float eps, T* y, float* mean, float* rstd) {
+  const std::int64_t r = blockIdx.x;
+  const T* xr = x + r * cols;
+  T* yr = y + r * cols;
+  float sum = 0.0f;
+  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += to_float(xr[c]);
+  const float mu = block_reduce(sum, detail::Sum{}) / static_cast<float>(cols);
+  float sq = 0.0f;
+  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const float d = to_float(xr[c]) - mu;
+    sq += d * d;
+  }
+  const float rs = rsqrtf(block_reduce(sq, detail::Sum{}) / static_cast<float>(cols) + eps);
+  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    yr[c] = from_float<T>((to_float(xr[c]) - mu) * rs * to_float(gamma[c]) + to_float(beta[c]));
+  }
+  if (threadIdx.x == 0) {
+    mean[r] = mu;
+    rstd[r] = rs;
+  }
+}
+
+// One block per row: dx = rstd * (g - avg(g) - xhat * avg(g * xhat)), g = dy * gamma.
+template <typename T>
+__global__ void input_grad_kernel(const T* dy, const T* x, const T* gamma, const float* mean,
+                                  const float* rstd, std::int64_t cols, T* dx) {
+  const std::int64_t r = blockIdx.x;
+  const T* xr = x + r * cols;
+  const T* dyr = dy + r * cols;
+  const float mu = mean[r];
+  const float rs = rstd[r];
+  float sum_g = 0.0f;
+  float sum_g_xhat = 0.0f;
+  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const float g = to_float(dyr[c]) * to_float(gamma[c]);
+    sum_g += g;
+    sum_g_xhat += g * (to_float(xr[c]) - mu) * rs;
+  }
+  const float avg_g = block_reduce(sum_g, detail::Sum{}) / static_cast<float>(cols);
+  const float avg_g_xhat = block_reduce(sum_g_xhat, detail::Sum{}) / static_cast<float>(cols);
+  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const float xhat = (to_float(xr[c]) - mu) * rs;
+    dx[r * cols + c] =
+        from_float<T>(rs * (to_float(dyr[c]) * to_float(gamma[c]) - avg_g - xhat * avg_g_xhat));
+  }
+}
+
+template <typename T>
+struct ParamGradTerms {
+  const T* dy;
+  const T* x;
+  const float* mean;
+  const float* rstd;
+  std::int64_t cols;
+  __device__ float2 operator()(std::int64_t r, std::int64_t c) const {
+    const float g = to_float(dy[r * cols + c]);
+    return make_float2(g * (to_float(x[r * cols + c]) - mean[r]) * rstd[r], g);
+  }
+};
+
+template <typename T>
+__global__ void param_grad_kernel(ParamGradTerms<T> terms, std::int64_t rows, T* dgamma, T* dbeta) {
+  const float2 total = detail::column_sum(rows, terms.cols, terms);
+  const std::int64_t c =
+      static_cast<std::int64_t>(blockIdx.x) * detail::kColumnSumWidth + threadIdx.x;
+  if (threadIdx.y == 0 && c < terms.cols) {
+    dgamma[c] = from_float<T>(to_float(dgamma[c]) + total.x);
+    dbeta[c] = from_float<T>(to_float(dbeta[c]) + total.y);
+  }
+}
+
+template <typename T>
+void forward(const T* x, const T* gamma, const T* beta, std::int64_t rows, std::int64_t cols,
+             float eps, T* y, float* mean, float* rstd, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+  forward_kernel<<<detail::to_int(rows, "layer_norm_forward rows"), detail::kBlock, 0, stream>>>(
+      x, gamma, beta, cols, eps, y, mean, rstd);
+  detail::check_launch("layer_norm_forward");
+}
+
+template <typename T>
+void backward(const T* dy, const T* x, const T* gamma, const float* mean, const float* rstd,
+              std::int64_t rows, std::int64_t cols, T* dx, T* dgamma, T* dbeta,
+              cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+  input_grad_kernel<<<detail::to_int(rows, "layer_norm_backward rows"), detail::kBlock, 0,
+                      stream>>>(dy, x, gamma, mean, rstd, cols, dx);
+  detail::check_launch("layer_norm_backward (dx)");
+  const dim3 block(detail::kColumnSumWidth, detail::kColumnSumDepth);
+  const int blocks = detail::to_int((cols + detail::kColumnSumWidth - 1) / detail::kColumnSumWidth,
+                                    "layer_norm_backward cols");
+  param_grad_kernel<<<blocks, block, 0, stream>>>(ParamGradTerms<T>{dy, x, mean, rstd, cols}, rows,
+                                                  dgamma, dbeta);
+  detail::check_launch("layer_norm_backward (dgamma, dbeta)");
+}
+
+}  // namespace
+
+void layer_norm_forward(const float* x, const float* gamma, const float* beta, std::int64_t rows,
+                        std::int64_t cols, float eps, float* y, float* mean, float* rstd,
+                        cudaStream_t stream) {
+  forward(x, gamma, beta, rows, cols, eps, y, mean, rstd, stream);
+}
+
+void layer_norm_forward(const __nv_bfloat16* x, const __nv_bfloat16* gamma,
+                        const __nv_bfloat16* beta, std::int64_t rows, std::int64_t cols, float eps,
+                        __nv_bfloat16* y, float* mean, float* rstd, cudaStream_t stream) {
+  forward(x, gamma, beta, rows, cols, eps, y, mean, rstd, stream);
+}
+
+void layer_norm_backward(const float* dy, const float* x, const float* gamma, const float* mean,
+                         const float* rstd, std::int64_t rows, std::int64_t cols, float* dx,
+                         float* dgamma, float* dbeta, cudaStream_t stream) {
+  backward(dy, x, gamma, mean, rstd, rows, cols, dx, dgamma, dbeta, stream);
+}
+
+void layer_norm_backward(const __nv_bfloat16* dy, const __nv_bfloat16* x,
+                         const __nv_bfloat16* gamma, const float* mean, const float* rstd,
+                         std::int64_t rows, std::int64_t cols, __nv_bfloat16* dx,
+                         __nv_bfloat16* dgamma, __nv_bfloat16* dbeta, cudaStream_t stream) {
+  backward(dy, x, gamma, mean, rstd, rows, cols, dx, dgamma, dbeta, stream);
+}
+
+}  // namespace tandem::kernels::cuda

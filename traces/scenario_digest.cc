@@ -1,0 +1,133 @@
+#include "traces/scenario_digest.h"
+
+#include <cstdint>
+#include <cstdio>
+
+namespace tandem {
+namespace {
+
+// Appends "key=value\n" lines. Adding a field to ModelSpec, ClusterSpec or StrategySpec means
+// adding a line below: tests/traces/scenario_digest_test.cc counts the fields and fails until then.
+class CanonicalText {
+ public:
+  void add(const char* key, const std::string& v) {
+    begin(key);
+    out_ += '"';
+    for (char c : v) {
+      if (c == '"' || c == '\\') {
+        out_ += '\\';
+        out_ += c;
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(c));
+        out_ += buf;
+      } else {
+        out_ += c;
+      }
+    }
+    out_ += "\"\n";
+  }
+  void add(const char* key, const char* v) { add(key, std::string(v)); }
+  void add(const char* key, double v) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    begin(key);
+    out_ += buf;
+    out_ += '\n';
+  }
+  void add(const char* key, int64_t v) { line(key, std::to_string(v)); }
+  void add(const char* key, uint64_t v) { line(key, std::to_string(v)); }
+  void add(const char* key, int v) { line(key, std::to_string(v)); }
+  void add(const char* key, bool v) { line(key, v ? "true" : "false"); }
+
+  std::string take() { return std::move(out_); }
+
+ private:
+  void begin(const char* key) {
+    out_ += key;
+    out_ += '=';
+  }
+  void line(const char* key, const std::string& v) {
+    begin(key);
+    out_ += v;
+    out_ += '\n';
+  }
+  std::string out_;
+};
+
+}  // namespace
+
+std::string scenario_canonical_text(const Scenario& s) {
+  CanonicalText t;
+  const ModelSpec& m = s.model;
+  t.add("model.name", m.name);
+  t.add("model.layers", m.layers);
+  t.add("model.hidden", m.hidden);
+  t.add("model.heads", m.heads);
+  t.add("model.kv_heads", m.kv_heads);
+  t.add("model.ffn_hidden", m.ffn_hidden);
+  t.add("model.vocab", m.vocab);
+  t.add("model.seq_len", m.seq_len);
+  t.add("model.norm", to_string(m.norm));
+  t.add("model.activation", to_string(m.activation));
+  t.add("model.tied_embeddings", m.tied_embeddings);
+  t.add("model.dropout", m.dropout);
+
+  const ClusterSpec& c = s.cluster;
+  t.add("cluster.preset", c.preset);
+  t.add("cluster.gpu_name", c.gpu_name);
+  t.add("cluster.source", c.source);
+  t.add("cluster.gpus", c.gpus);
+  t.add("cluster.gpus_per_node", c.gpus_per_node);
+  t.add("cluster.peak_fp16_tflops", c.peak_fp16_tflops);
+  t.add("cluster.peak_bf16_tflops", c.peak_bf16_tflops);
+  t.add("cluster.peak_fp32_tflops", c.peak_fp32_tflops);
+  t.add("cluster.hbm_gib", c.hbm_gib);
+  t.add("cluster.hbm_bandwidth_gbps", c.hbm_bandwidth_gbps);
+  t.add("cluster.nvlink_bandwidth_gbps", c.nvlink_bandwidth_gbps);
+  t.add("cluster.nvlink_latency_us", c.nvlink_latency_us);
+  t.add("cluster.nics_per_node", c.nics_per_node);
+  t.add("cluster.nic_bandwidth_gbps", c.nic_bandwidth_gbps);
+  t.add("cluster.nic_latency_us", c.nic_latency_us);
+  t.add("cluster.pcie_bandwidth_gbps", c.pcie_bandwidth_gbps);
+  t.add("cluster.pcie_latency_us", c.pcie_latency_us);
+  t.add("cluster.host_memory_gib", c.host_memory_gib);
+  t.add("cluster.inter_node_topology", to_string(c.inter_node_topology));
+  t.add("cluster.oversubscription", c.oversubscription);
+  t.add("cluster.kernel_launch_us", c.kernel_launch_us);
+
+  const StrategySpec& st = s.strategy;
+  t.add("strategy.dp", st.dp);
+  t.add("strategy.tp", st.tp);
+  t.add("strategy.pp", st.pp);
+  t.add("strategy.sp", st.sp);
+  t.add("strategy.tp_mode", to_string(st.tp_mode));
+  t.add("strategy.tp_depth", st.tp_depth);
+  t.add("strategy.pp_schedule", to_string(st.pp_schedule));
+  t.add("strategy.virtual_stages", st.virtual_stages);
+  t.add("strategy.sp_mode", to_string(st.sp_mode));
+  t.add("strategy.zero_stage", st.zero_stage);
+  t.add("strategy.recompute", to_string(st.recompute));
+  t.add("strategy.offload", to_string(st.offload));
+  t.add("strategy.micro_batch", st.micro_batch);
+  t.add("strategy.global_batch", st.global_batch);
+  t.add("strategy.dtype", to_string(st.dtype));
+  t.add("strategy.bucket_mb", st.bucket_mb);
+  t.add("strategy.flash_attention", st.flash_attention);
+
+  t.add("seed", uint64_t{s.seed});
+  return t.take();
+}
+
+std::string scenario_digest(const Scenario& scenario) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis and prime
+  for (unsigned char c : scenario_canonical_text(scenario)) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace tandem
