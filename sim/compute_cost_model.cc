@@ -1,0 +1,136 @@
+#include "sim/compute_cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "shared/error.h"
+
+namespace tandem::sim {
+
+namespace {
+
+bool kernel_from_name(const std::string& s, Kernel* k) {
+  for (int i = 0; i < kKernelCount; ++i)
+    if (s == to_string(static_cast<Kernel>(i))) return *k = static_cast<Kernel>(i), true;
+  return false;
+}
+
+bool dtype_from_name(const std::string& s, DType* t) {
+  for (DType d : {DType::kFp32, DType::kFp16, DType::kBf16, DType::kInt32, DType::kUint8})
+    if (s == to_string(d)) return *t = d, true;
+  return false;
+}
+
+}  // namespace
+
+CalibrationTable CalibrationTable::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot open calibration table");
+  CalibrationTable t;
+  std::string line;
+  int no = 0;
+  while (std::getline(in, line)) {
+    ++no;
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    std::string kname, dname, dims_s, time_s;
+    auto bad = [&](const std::string& what) {
+      return Error(path + ":" + std::to_string(no) + ": " + what +
+                   " (expected kernel<TAB>dtype<TAB>d0,d1,...<TAB>time_us)");
+    };
+    if (!std::getline(ls, kname, '\t') || !std::getline(ls, dname, '\t') || !std::getline(ls, dims_s, '\t') ||
+        !std::getline(ls, time_s))
+      throw bad("missing field");
+    Kernel k;
+    DType d;
+    if (!kernel_from_name(kname, &k)) throw bad("unknown kernel '" + kname + "'");
+    if (!dtype_from_name(dname, &d)) throw bad("unknown dtype '" + dname + "'");
+    std::array<int64_t, 6> dims{};
+    std::istringstream ds(dims_s);
+    std::string v;
+    for (int i = 0; i < 6 && std::getline(ds, v, ','); ++i) {
+      try {
+        dims[i] = std::stoll(v);
+      } catch (...) {
+        throw bad("bad dimension '" + v + "'");
+      }
+    }
+    double us;
+    try {
+      us = std::stod(time_s);
+    } catch (...) {
+      throw bad("bad time '" + time_s + "'");
+    }
+    if (!(us >= 0)) throw bad("negative time");
+    t.add(k, d, dims, us * 1e-6);
+  }
+  return t;
+}
+
+void CalibrationTable::add(Kernel k, DType t, const std::array<int64_t, 6>& dims, double time_s) {
+  table_[{static_cast<int>(k), static_cast<int>(t), dims}] = time_s;
+}
+
+double CalibrationTable::find(const Compute& c) const {
+  auto it = table_.find({static_cast<int>(c.kernel), static_cast<int>(c.dtype), c.dims});
+  return it == table_.end() ? -1.0 : it->second;
+}
+
+ComputeCostModel::ComputeCostModel(const ClusterSpec& cluster, const KernelEfficiency& eff, bool flash_attention,
+                                   const CalibrationTable* calibration)
+    : cluster_(cluster), eff_(eff), flash_(flash_attention), calibration_(calibration) {
+  sms_ = eff.sm_count;
+  if (sms_ <= 0) {
+    const std::string& g = cluster.gpu_name;
+    sms_ = (g.find("H100") != std::string::npos || g.find("H200") != std::string::npos ||
+            g.find("h100") != std::string::npos || g.find("h200") != std::string::npos)
+               ? 132
+               : 108;
+  }
+}
+
+double ComputeCostModel::gemm_efficiency(double m, double n, double k) const {
+  const double tiles = std::ceil(m / 128.0) * std::ceil(n / 128.0);
+  const double waves = std::ceil(tiles / sms_);
+  const double quantisation = (m * n) / (waves * sms_ * 128.0 * 128.0);
+  return eff_.gemm * std::min(1.0, quantisation) * k / (k + eff_.gemm_k_half);
+}
+
+double ComputeCostModel::d2d_copy_s(int64_t bytes) const {
+  return 2.0 * double(bytes) / (cluster_.hbm_bandwidth_gbps * 1e9 * eff_.memory) + cluster_.kernel_launch_us * 1e-6;
+}
+
+double ComputeCostModel::time_s(const Compute& c, bool on_host) const {
+  if (calibration_) {
+    const double t = calibration_->find(c);
+    if (t >= 0) return t;
+  }
+  double bytes = c.bytes_moved();
+  if (on_host) {
+    const double share = eff_.host_memory_gbps * 1e9 / std::max(1, cluster_.gpus_per_node);
+    return bytes / share;
+  }
+  const double peak = cluster_.peak_tflops(c.dtype) * 1e12;
+  const double flops = c.matmul_flops();
+  double eff = 1.0;
+  const auto& d = c.dims;
+  switch (c.kernel) {
+    case Kernel::kGemm: eff = gemm_efficiency(double(d[0]), double(d[1]), double(d[2])); break;
+    case Kernel::kAttention:
+    case Kernel::kAttentionBwd: {
+      const double hd = double(d[4]);
+      eff = (c.kernel == Kernel::kAttention ? eff_.attention : eff_.attention_bwd) * hd / (hd + eff_.gemm_k_half);
+      if (!flash_) bytes += 4.0 * dtype_bytes(c.dtype) * double(d[0]) * double(d[2]) * double(d[1]) * double(d[1]) *
+                            (c.kernel == Kernel::kAttention ? 1.0 : 2.0);
+      break;
+    }
+    default: break;
+  }
+  double t = bytes / (cluster_.hbm_bandwidth_gbps * 1e9 * eff_.memory);
+  if (flops > 0 && peak > 0 && eff > 0) t = std::max(t, flops / (peak * eff));
+  return t + cluster_.kernel_launch_us * 1e-6;
+}
+
+}  // namespace tandem::sim

@@ -1,0 +1,66 @@
+// How long a kernel takes on one GPU: a roofline with shape-dependent efficiencies,
+//   time = max(matmul_flops / (peak(dtype) * efficiency(kernel, shape)),
+//              bytes_moved / (HBM bandwidth * memory_efficiency)) + launch overhead,
+// overridden, for the (kernel, dims, dtype) it lists, by a calibration table measured on real
+// hardware. The efficiency curves and what they were fit on are in docs/sim.md:
+//  - GEMM: gemm_efficiency * tile quantisation (128x128 output tiles over waves of SMs: a
+//    partial last wave runs at the speed of a full one) * k / (k + gemm_k_half) (short
+//    reductions cannot hide the tile prologue and epilogue).
+//  - attention: attention_efficiency (forward) and attention_bwd_efficiency of the GEMM peak,
+//    times the same k-term on head_dim; without flash attention the s x s scores are written,
+//    soft-maxed and read back (4 passes over batch*heads*s*s elements of the dtype).
+//  - vector kernels (norms, activations, dropout, adds, loss, Adam): bytes / (HBM * memory_efficiency).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "shared/schedule.h"
+
+namespace tandem::sim {
+
+struct KernelEfficiency {
+  double gemm = 0.80;               // of peak, large well-shaped GEMMs
+  double gemm_k_half = 96;          // k at which a GEMM reaches half of it
+  double attention = 0.55;          // forward, of peak
+  double attention_bwd = 0.45;      // backward, of peak
+  double memory = 0.80;             // of HBM bandwidth, streaming kernels
+  int sm_count = 0;                 // 0: from the GPU name (A100 108, H100/H200 132)
+  double host_memory_gbps = 200;    // per node, CPU work (offloaded optimizer), shared by its GPUs
+};
+
+// Measured kernel times: "kernel<TAB>dtype<TAB>d0,d1,d2,d3,d4,d5<TAB>time_us" lines ('#' comments).
+class CalibrationTable {
+ public:
+  static CalibrationTable load(const std::string& path);  // throws Error on a bad line
+  void add(Kernel k, DType t, const std::array<int64_t, 6>& dims, double time_s);
+  // The measured time, or a negative value when the table does not cover the task.
+  double find(const Compute& c) const;
+  size_t size() const { return table_.size(); }
+
+ private:
+  std::map<std::tuple<int, int, std::array<int64_t, 6>>, double> table_;
+};
+
+class ComputeCostModel {
+ public:
+  ComputeCostModel(const ClusterSpec& cluster, const KernelEfficiency& eff, bool flash_attention,
+                   const CalibrationTable* calibration = nullptr);
+  // Seconds on the GPU (or on the host CPU when `on_host`).
+  double time_s(const Compute& c, bool on_host = false) const;
+  // A device-to-device copy: read and write through HBM.
+  double d2d_copy_s(int64_t bytes) const;
+
+ private:
+  double gemm_efficiency(double m, double n, double k) const;
+
+  ClusterSpec cluster_;
+  KernelEfficiency eff_;
+  bool flash_;
+  int sms_;
+  const CalibrationTable* calibration_;
+};
+
+}  // namespace tandem::sim

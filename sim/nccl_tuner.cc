@@ -1,0 +1,103 @@
+#include "sim/nccl_tuner.h"
+
+#include <algorithm>
+#include <set>
+
+namespace tandem::sim {
+
+namespace {
+
+// NCCL's base latency per collective (src/graph/tuning.cc, NCCL 2.18), microseconds;
+// index [tree, ring][LL, LL128, Simple]. NCCL's per-hop figures are not added: the cluster
+// presets' link latencies already include the per-step software cost (scenarios/clusters/*).
+constexpr double kBaseLatUs[2][3] = {{6.8, 14.0, 0.0}, {6.6, 14.0, 8.4}};
+constexpr double kProtocolEfficiency[3] = {0.5, 120.0 / 128.0, 1.0};
+// NVLS reaches 480 GB/s all-reduce bus bandwidth on 8 H200 at 16 GiB (traces/reference/
+// nccl_allreduce_8xh200.tsv, header): algbw 480 / (2*7/8) = 274 GB/s of the 450 GB/s port, i.e.
+// 0.61 of the datasheet, against the 0.80 the NVLink links carry: the switch reduction runs at
+// 0.765 of the link rate.
+constexpr double kNvlsEfficiency = 0.61 / 0.80;
+constexpr double kNvlsBaseLatUs = 23.0;  // NCCL 2.18 tuning.cc baseLat, NVLS / Simple
+
+}  // namespace
+
+NcclTuner::NcclTuner(const FabricModel& fabric, bool ideal, std::optional<Algorithm> force_algorithm,
+                     std::optional<Protocol> force_protocol)
+    : fabric_(fabric), ideal_(ideal), force_algorithm_(force_algorithm), force_protocol_(force_protocol) {}
+
+ProtocolCost NcclTuner::cost_of(Algorithm a, Protocol p) const {
+  ProtocolCost c;
+  if (ideal_) return c;
+  const int ai = a == Algorithm::kTree ? 0 : 1;
+  const int pi = static_cast<int>(p);
+  c.efficiency = kProtocolEfficiency[pi];
+  c.base_s = kBaseLatUs[ai][pi] * 1e-6;
+  return c;
+}
+
+TunedCollective NcclTuner::choose_p2p(int src, int dst, double bytes) {
+  TunedCollective best;
+  best.algorithm = Algorithm::kDirect;
+  std::vector<Protocol> protos = {Protocol::kLL, Protocol::kLL128, Protocol::kSimple};
+  if (ideal_) protos = {Protocol::kSimple};
+  if (force_protocol_) protos = {*force_protocol_};
+  const CollectivePlan plan = plan_p2p(src, dst, bytes);
+  double best_t = -1;
+  for (Protocol p : protos) {
+    ProtocolCost c = cost_of(Algorithm::kRing, p);
+    c.base_s = 0;  // a send/recv pays its hop, not a collective launch
+    const double t = uncontended_time(plan, fabric_, c);
+    if (best_t < 0 || t < best_t) best_t = t, best.protocol = p, best.cost = c;
+  }
+  return best;
+}
+
+TunedCollective NcclTuner::choose(CollectiveOp op, const std::vector<int>& members, double bytes) {
+  std::set<int> nodes;
+  for (int g : members) nodes.insert(fabric_.node_of(g));
+  const int n = static_cast<int>(members.size());
+  const int N = static_cast<int>(nodes.size());
+  bool uniform = true;
+  std::map<int, int> per_node;
+  for (int g : members) ++per_node[fabric_.node_of(g)];
+  for (auto& [node, k] : per_node) uniform = uniform && k == per_node.begin()->second;
+  const auto key = std::make_tuple(static_cast<int>(op), n, N, uniform ? per_node.begin()->second : -1, bytes,
+                                   members.front() % fabric_.gpus_per_node);
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+
+  std::vector<Algorithm> algos;
+  switch (op) {
+    case CollectiveOp::kAllReduce:
+      algos = {Algorithm::kRing};
+      if (N > 1 && uniform) algos.push_back(Algorithm::kTree);
+      if (N == 1 && fabric_.nvls && !ideal_) algos.push_back(Algorithm::kNvls);
+      break;
+    case CollectiveOp::kAllGather:
+    case CollectiveOp::kReduceScatter: algos = {Algorithm::kRing}; break;
+    case CollectiveOp::kBroadcast:
+    case CollectiveOp::kReduce: algos = {Algorithm::kChain}; break;
+    case CollectiveOp::kAllToAll: algos = {Algorithm::kDirect}; break;
+  }
+  if (force_algorithm_ && std::find(algos.begin(), algos.end(), *force_algorithm_) != algos.end())
+    algos = {*force_algorithm_};
+  std::vector<Protocol> protos = {Protocol::kLL, Protocol::kLL128, Protocol::kSimple};
+  if (ideal_) protos = {Protocol::kSimple};
+  if (force_protocol_) protos = {*force_protocol_};
+
+  TunedCollective best;
+  double best_t = -1;
+  for (Algorithm a : algos) {
+    const CollectivePlan plan = plan_collective(op, members, 0, bytes, a, Granularity::kPhase, fabric_);
+    for (Protocol p : protos) {
+      if (a == Algorithm::kNvls && p != Protocol::kSimple) continue;
+      ProtocolCost c = cost_of(a, p);
+      if (a == Algorithm::kNvls) c.efficiency = kNvlsEfficiency, c.base_s = kNvlsBaseLatUs * 1e-6;
+      const double t = uncontended_time(plan, fabric_, c);
+      if (best_t < 0 || t < best_t) best_t = t, best = {a, p, c};
+    }
+  }
+  cache_.emplace(key, best);
+  return best;
+}
+
+}  // namespace tandem::sim

@@ -1,0 +1,107 @@
+#include "sim/platform_builder.h"
+
+#include <algorithm>
+#include <string>
+
+#include <simgrid/s4u.hpp>
+
+#include "shared/error.h"
+
+namespace tandem::sim {
+namespace sg = simgrid::s4u;
+
+namespace {
+
+constexpr double kGB = 1e9;
+
+// A star-zone member with its own up and down links (full duplex).
+void attach(sg::NetZone* zone, simgrid::kernel::routing::NetPoint* np, const std::string& name, double bw_bytes_s) {
+  sg::Link* up = zone->create_link(name + ".up", bw_bytes_s)->set_latency(0)->seal();
+  sg::Link* down = zone->create_link(name + ".down", bw_bytes_s)->set_latency(0)->seal();
+  zone->add_route(np, nullptr, nullptr, nullptr, {sg::LinkInRoute(up)}, false);
+  zone->add_route(nullptr, np, nullptr, nullptr, {sg::LinkInRoute(down)}, false);
+}
+
+}  // namespace
+
+Platform::Platform(const ClusterSpec& c, int world_size, const NetworkEfficiency& eff, const FabricShape& shape) {
+  if (c.gpus_per_node <= 0) throw Error("sim: cluster.gpus_per_node must be positive");
+  gpn_ = c.gpus_per_node;
+  const int nodes = (world_size + gpn_ - 1) / gpn_;
+  nics_ = std::max(1, c.nics_per_node);
+  if (nodes > 1 && c.nic_bandwidth_gbps <= 0) throw Error("sim: a multi-node cluster needs cluster.nic_bandwidth_gbps > 0");
+  if (c.nvlink_bandwidth_gbps <= 0) throw Error("sim: cluster.nvlink_bandwidth_gbps must be positive");
+  if (c.pcie_bandwidth_gbps <= 0) throw Error("sim: cluster.pcie_bandwidth_gbps must be positive");
+
+  sg::NetZone* root = sg::create_star_zone("tandem");
+  driver_ = root->create_host("driver", 1.0);
+
+  nvl_.resize(world_size);
+  pcie_.resize(world_size);
+  for (int n = 0; n < nodes; ++n) {
+    sg::NetZone* node = sg::create_star_zone("node" + std::to_string(n));
+    node->set_parent(root);
+    sg::Host* cpu = node->create_host("cpu" + std::to_string(n), 1.0);
+    cpu_.push_back(cpu);
+    for (int l = 0; l < gpn_; ++l) {
+      const int g = n * gpn_ + l;
+      if (g >= world_size) break;
+      const std::string name = "gpu" + std::to_string(g);
+      nvl_[g] = node->create_host(name + ".nvl", 1.0);
+      attach(node, nvl_[g]->get_netpoint(), name + ".nvlink", c.nvlink_bandwidth_gbps * kGB * eff.nvlink);
+      pcie_[g] = node->create_host(name + ".pcie", 1.0);
+      attach(node, pcie_[g]->get_netpoint(), name + ".pcie", c.pcie_bandwidth_gbps * kGB * eff.pcie);
+    }
+    node->seal();
+  }
+
+  if (nodes > 1) {
+    const double nic_bw = c.nic_bandwidth_gbps * kGB * eff.nic;
+    sg::NetZone* fabric = sg::create_star_zone("fabric");
+    fabric->set_parent(root);
+    const bool rail = c.inter_node_topology == Topology::kRailOptimized;
+    int per_leaf = shape.nodes_per_leaf;
+    if (per_leaf <= 0) per_leaf = rail ? 32 : std::max(1, 32 / nics_);
+    const bool leaves = c.oversubscription > 1.0 && nodes > per_leaf;
+    nic_.resize(static_cast<size_t>(nodes) * nics_);
+    if (!leaves) {
+      for (int i = 0; i < nodes * nics_; ++i) {
+        nic_[i] = fabric->create_host("nic" + std::to_string(i / nics_) + "." + std::to_string(i % nics_), 1.0);
+        attach(fabric, nic_[i]->get_netpoint(), "nic" + std::to_string(i), nic_bw);
+      }
+    } else {
+      // Leaves: fat-tree leaf l holds nodes [l*per_leaf, (l+1)*per_leaf); rail-optimized leaf
+      // (group, k) holds NIC k of the nodes of one group.
+      const int groups = (nodes + per_leaf - 1) / per_leaf;
+      const int rails = rail ? nics_ : 1;
+      for (int grp = 0; grp < groups; ++grp) {
+        for (int k = 0; k < rails; ++k) {
+          sg::NetZone* leaf = sg::create_star_zone("leaf" + std::to_string(grp) + "." + std::to_string(k));
+          leaf->set_parent(fabric);
+          auto* gw = leaf->create_router("leaf" + std::to_string(grp) + "." + std::to_string(k) + ".sw");
+          int ports = 0;
+          for (int n = grp * per_leaf; n < std::min(nodes, (grp + 1) * per_leaf); ++n) {
+            for (int j = 0; j < nics_; ++j) {
+              if (rail && j != k) continue;
+              const int i = n * nics_ + j;
+              nic_[i] = leaf->create_host("nic" + std::to_string(n) + "." + std::to_string(j), 1.0);
+              attach(leaf, nic_[i]->get_netpoint(), "nic" + std::to_string(i), nic_bw);
+              ++ports;
+            }
+          }
+          leaf->seal();
+          const std::string up = "leaf" + std::to_string(grp) + "." + std::to_string(k) + ".uplink";
+          const double up_bw = ports * nic_bw / c.oversubscription;
+          sg::Link* l_up = fabric->create_link(up + ".up", up_bw)->set_latency(0)->seal();
+          sg::Link* l_down = fabric->create_link(up + ".down", up_bw)->set_latency(0)->seal();
+          fabric->add_route(leaf->get_netpoint(), nullptr, gw, nullptr, {sg::LinkInRoute(l_up)}, false);
+          fabric->add_route(nullptr, leaf->get_netpoint(), nullptr, gw, {sg::LinkInRoute(l_down)}, false);
+        }
+      }
+    }
+    fabric->seal();
+  }
+  root->seal();
+}
+
+}  // namespace tandem::sim

@@ -1,0 +1,29 @@
+#include "sim/sim_metrics.h"
+
+#include <algorithm>
+
+namespace tandem::sim {
+
+void finalize_metrics(SimResult& r, const Scenario& sc) {
+  const double t = r.iteration_time_s;
+  double model = 0, hardware = 0;
+  r.peak_memory_bytes = 0;
+  r.slowest_rank = 0;
+  for (size_t i = 0; i < r.ranks.size(); ++i) {
+    const RankStats& s = r.ranks[i];
+    model += s.model_flops;
+    hardware += s.hardware_flops;
+    r.peak_memory_bytes = std::max(r.peak_memory_bytes, s.peak_device_bytes);
+    if (s.end_s > r.ranks[r.slowest_rank].end_s) r.slowest_rank = int(i);
+  }
+  const double world = std::max<size_t>(1, r.ranks.size());
+  if (t > 0 && !r.oom) {
+    r.tokens_per_s = double(sc.strategy.global_batch) * sc.model.seq_len / t;
+    r.model_tflops_per_gpu = model / world / t / 1e12;
+    r.hardware_tflops_per_gpu = hardware / world / t / 1e12;
+    const double peak = sc.cluster.peak_tflops(sc.strategy.dtype);
+    r.mfu = peak > 0 ? r.model_tflops_per_gpu / peak : 0;
+  }
+}
+
+}  // namespace tandem::sim

@@ -1,0 +1,15 @@
+// The figures of merit of a simulated iteration, from its per-rank statistics and the scenario:
+//   tokens/s           = global_batch * seq_len / iteration time
+//   model TFLOP/s/GPU  = matmul flops of forward and backward (no recomputation), summed over
+//                        ranks, / world size / iteration time (Narayanan et al. SC21 convention)
+//   hardware TFLOP/s   = the same with recomputation
+//   MFU                = model TFLOP/s per GPU / the GPU's dense peak for the training dtype
+#pragma once
+
+#include "sim/simulation.h"
+
+namespace tandem::sim {
+
+void finalize_metrics(SimResult& result, const Scenario& scenario);
+
+}  // namespace tandem::sim

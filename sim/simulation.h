@@ -1,0 +1,127 @@
+// The SimGrid backend's entry point: replay a Schedule on the modeled cluster of its scenario and
+// say what one training iteration costs.
+//
+//   SimResult r = tandem::sim::simulate(schedule, SimOptions{});
+//
+// Each call builds a fresh SimGrid world. SimGrid keeps process-wide state (its clock and its
+// network model cannot be reset), so by default the simulation runs in a forked child process
+// and the result comes back through a pipe: any number of simulations per process, each from
+// time zero, bit-for-bit reproducible.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shared/schedule.h"
+#include "sim/collective_algorithms.h"
+#include "sim/compute_cost_model.h"
+#include "sim/platform_builder.h"
+
+namespace tandem::sim {
+
+struct SimOptions {
+  // Collectives: one flow per ring step (validation) or per phase (scale).
+  Granularity granularity = Granularity::kPhase;
+  // Force an algorithm (ring or tree; others keep their only one) or a protocol; else NCCL-like tuning.
+  std::optional<Algorithm> algorithm;
+  std::optional<Protocol> protocol;
+  // Plain alpha-beta network: links at datasheet bandwidth, no protocol costs. The closed-form tests
+  // use it; predictions do not.
+  bool ideal_network = false;
+  // Achievable fraction of each fabric's datasheet bandwidth (docs/sim.md: fit on
+  // ../shared/reference/nccl_*.tsv). Ignored when ideal_network.
+  NetworkEfficiency efficiency{0.80, 0.955, 0.87};
+  KernelEfficiency kernels;
+  FabricShape fabric;
+  std::shared_ptr<const CalibrationTable> calibration;
+  // Memory the runtime holds on every GPU before the first Alloc (CUDA context, NCCL buffers).
+  int64_t reserved_device_bytes = 0;
+
+  // Speed shortcuts (docs/sim.md); each can be turned off to check it against the full path.
+  bool closed_form_uncontended = true;  // closed-form time for collectives whose links nothing else uses
+  bool fuse_compute = true;             // consecutive compute tasks nothing else waits on: one event
+  bool share_class_programs = true;     // generate one program per rank class
+
+  // What to keep besides the summary.
+  bool record_tasks = false;   // every task's start and end (for --trace / --timeline)
+  bool record_memory = false;  // every Alloc/Free's effect on device and host memory
+
+  bool isolate = true;  // run in a forked child (see above); false runs in this process, once
+};
+
+struct TaskTiming {
+  int32_t rank = 0;
+  TaskId task = 0;
+  Stream stream = Stream::kCompute;
+  double start_s = 0;
+  double end_s = 0;
+};
+
+struct MemorySample {
+  int32_t rank = 0;
+  double time_s = 0;
+  int64_t device_bytes = 0;
+  int64_t host_bytes = 0;
+};
+
+struct RankStats {
+  double end_s = 0;
+  double compute_s = 0;       // compute stream busy
+  double exposed_comm_s = 0;  // communication moving data while the compute stream is idle
+  double offload_s = 0;       // copies to/from the host and host work, nothing else running
+  double idle_s = 0;          // nothing running (pipeline bubble, waiting for peers), to end_s
+  int64_t peak_device_bytes = 0;
+  int64_t peak_host_bytes = 0;
+  double model_flops = 0;     // matmul flops of forward and backward
+  double hardware_flops = 0;  // plus recomputation
+};
+
+struct LiveBuffer {
+  std::string name;
+  BufferRole role = BufferRole::kActivation;
+  int64_t bytes = 0;
+};
+
+struct OomReport {
+  int rank = -1;
+  double time_s = 0;
+  bool host = false;             // host memory of the rank's node, else the GPU's HBM
+  std::string buffer;            // the allocation that did not fit
+  int64_t requested_bytes = 0;
+  int64_t in_use_bytes = 0;      // before it
+  int64_t capacity_bytes = 0;
+  std::vector<LiveBuffer> live;  // the rank's live buffers at that moment, largest first
+};
+
+struct SimResult {
+  double iteration_time_s = 0;
+  bool oom = false;
+  OomReport oom_report;
+  std::vector<RankStats> ranks;
+  std::vector<TaskTiming> tasks;     // sorted by rank, then task id (record_tasks)
+  std::vector<MemorySample> memory;  // sorted by rank, then time (record_memory)
+
+  // Derived (finalize_metrics): per the scenario's global batch and sequence length.
+  double tokens_per_s = 0;
+  double model_tflops_per_gpu = 0;
+  double hardware_tflops_per_gpu = 0;
+  double mfu = 0;
+  int64_t peak_memory_bytes = 0;
+  int slowest_rank = 0;
+
+  // What the simulator did.
+  uint64_t flows = 0;
+  uint64_t collectives = 0;
+  uint64_t closed_form_collectives = 0;
+  uint64_t events = 0;
+  int programs_generated = 0;
+};
+
+// Throws Error on bad input (a schedule that cannot run: mismatched collectives or p2p, a
+// deadlock, a bad cluster). Out of memory is a result (oom, oom_report), not an exception.
+SimResult simulate(const Schedule& schedule, const SimOptions& options = {});
+
+}  // namespace tandem::sim

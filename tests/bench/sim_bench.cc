@@ -1,0 +1,62 @@
+// Wall time and peak memory of simulating one full training iteration with every rank replayed.
+//   BM_Gpt3_175B_1024:  GPT-3 175B, t8 p16 d8, global batch 1536, 1024 A100 GPUs (issue target:
+//                       <= 10 s wall on one core, <= 4 GiB peak memory)
+//   BM_Gpt3_Scaling/N:  the same model and layout (t8, p16; p8 at 64 GPUs) with 192 micro-batches
+//                       per pipeline, on N = 64 .. 4096 GPUs (weak scaling of the simulator)
+// Each simulation runs in a forked child (sim/simulation.h); "peak_rss_gib" is the largest
+// resident set of any child so far (getrusage RUSAGE_CHILDREN), so run one benchmark at a time
+// (--benchmark_filter) for a per-case figure.
+#include <sys/resource.h>
+
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
+
+#include "shared/schedule.h"
+#include "sim/simulation.h"
+
+namespace {
+
+using tandem::Schedule;
+
+double peak_child_rss_gib() {
+  rusage u{};
+  getrusage(RUSAGE_CHILDREN, &u);
+  return double(u.ru_maxrss) / (1024.0 * 1024.0);  // ru_maxrss is in KiB
+}
+
+void simulate_case(benchmark::State& state, const std::vector<std::string>& sets) {
+  const std::string path = std::string(TANDEM_SOURCE_DIR) + "/scenarios/gpt3-175b-a100.textproto";
+  double t = 0;
+  for (auto _ : state) {
+    Schedule s(tandem::load_scenario(path, sets));
+    const tandem::sim::SimResult r = tandem::sim::simulate(s, {});
+    t = r.iteration_time_s;
+    state.counters["events"] = double(r.events);
+    state.counters["flows"] = double(r.flows);
+  }
+  state.counters["simulated_iteration_s"] = t;
+  state.counters["peak_rss_gib"] = peak_child_rss_gib();
+}
+
+void BM_Gpt3_175B_1024(benchmark::State& state) { simulate_case(state, {}); }
+BENCHMARK(BM_Gpt3_175B_1024)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
+
+void BM_Gpt3_Scaling(benchmark::State& state) {
+  const int gpus = int(state.range(0));
+  const int pp = gpus >= 128 ? 16 : 8;
+  const int dp = gpus / (8 * pp);
+  simulate_case(state, {"cluster.gpus=" + std::to_string(gpus), "strategy.pp=" + std::to_string(pp),
+                        "strategy.global_batch=" + std::to_string(192 * dp)});
+}
+BENCHMARK(BM_Gpt3_Scaling)
+    ->RangeMultiplier(2)
+    ->Range(64, 4096)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1)
+    ->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

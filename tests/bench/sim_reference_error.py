@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Prediction error of `tandem sim` on the public reference data (traces/reference/, copied from
+../shared/reference/ with their source lines). No per-row tuning: every row runs with the same
+model settings; the table and the median / worst errors go to stdout (recorded in docs/sim.md).
+
+  tests/bench/sim_reference_error.py [--bin build/bin/tandem-sim] [--only korthikanti|megatron]
+"""
+import argparse, json, os, statistics, subprocess, sys, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REF = os.path.join(ROOT, "traces", "reference")
+BASE = os.path.join(ROOT, "scenarios", "gpt3-175b-a100.textproto")
+
+
+def rows(name):
+    with open(os.path.join(REF, name)) as f:
+        lines = [l.rstrip("\n") for l in f if not l.startswith("#") and l.strip()]
+    head = lines[0].split("\t")
+    return [dict(zip(head, l.split("\t"))) for l in lines[1:]]
+
+
+def run(binary, sets, timeout):
+    cmd = [binary, BASE, "--json"]
+    for s in sets:
+        cmd += ["--set", s]
+    t0 = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if p.returncode not in (0, 3):
+        raise RuntimeError(p.stderr.strip())
+    return json.loads(p.stdout), time.time() - t0
+
+
+def korthikanti(binary, timeout):
+    out = []
+    for r in rows("korthikanti2022_table5.tsv"):
+        v = int(r["virtual_stages"])
+        common = [f"model.name={r['name']}", f"model.layers={r['layers']}", f"model.hidden={r['hidden']}",
+                  f"model.heads={r['heads']}", f"model.ffn_hidden={r['ffn']}", "model.vocab=51200",
+                  "model.seq_len=2048", f"cluster.gpus={r['gpus']}", f"strategy.tp={r['tp']}",
+                  f"strategy.pp={r['pp']}", "strategy.dp=1", f"strategy.global_batch={r['global_batch']}",
+                  f"strategy.micro_batch={r['micro_batch']}", "strategy.dtype=fp16",
+                  f"strategy.virtual_stages={v}",
+                  f"strategy.pp_schedule={'interleaved' if v > 1 else '1f1b'}"]
+        for mode, col, extra in (("full", "iter_time_full_s", ["strategy.recompute=full"]),
+                                 ("seqsel", "iter_time_seqsel_s",
+                                  ["strategy.recompute=selective", "strategy.sp_mode=megatron"])):
+            label = f"korthikanti {r['name']} {mode}"
+            try:
+                j, wall = run(binary, common + extra, timeout)
+                out.append((label, float(r[col]), j["iteration_time_s"], "s", wall))
+            except Exception as e:  # report and go on: one failing row must not hide the others
+                out.append((label, float(r[col]), None, str(e)[:200], 0))
+    return out
+
+
+def megatron(binary, timeout, max_gpus):
+    out = []
+    for r in rows("megatron_core_h100_weak_scaling.tsv"):
+        if int(r["gpus"]) > max_gpus:
+            out.append((f"megatron-core {r['name']}", float(r["tflops_per_gpu"]), None,
+                        f"skipped: {r['gpus']} GPUs > --max-gpus", 0))
+            continue
+        sets = [f"model.name={r['name']}", f"model.layers={r['layers']}", f"model.hidden={r['hidden']}",
+                f"model.heads={r['heads']}", "model.ffn_hidden=0", "model.vocab=131072", "model.seq_len=4096",
+                "model.dropout=0", "cluster.preset=dgx-h100", f"cluster.gpus={r['gpus']}",
+                f"strategy.tp={r['tp']}", f"strategy.pp={r['pp']}", f"strategy.dp={r['dp']}",
+                f"strategy.global_batch={r['global_batch']}", "strategy.micro_batch=1", "strategy.dtype=bf16",
+                "strategy.recompute=none", "strategy.flash_attention=true", "strategy.zero_stage=1",
+                f"strategy.sp_mode={'megatron' if int(r['tp']) > 1 else 'none'}"]
+        label = f"megatron-core {r['name']} (TFLOP/s/GPU)"
+        try:
+            j, wall = run(binary, sets, timeout)
+            out.append((label, float(r["tflops_per_gpu"]), j["model_tflops_per_gpu"], "TFLOP/s", wall))
+        except Exception as e:
+            out.append((label, float(r["tflops_per_gpu"]), None, str(e)[:200], 0))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin", "tandem-sim"))
+    ap.add_argument("--only", choices=["korthikanti", "megatron"])
+    ap.add_argument("--max-gpus", type=int, default=1024)
+    ap.add_argument("--timeout", type=int, default=1800)
+    a = ap.parse_args()
+    res = []
+    if a.only in (None, "korthikanti"):
+        res += korthikanti(a.bin, a.timeout)
+    if a.only in (None, "megatron"):
+        res += megatron(a.bin, a.timeout, a.max_gpus)
+    errs = []
+    print(f"{'row':45s} {'measured':>10s} {'predicted':>10s} {'error':>8s} {'wall_s':>7s}")
+    for label, ref, pred, unit, wall in res:
+        if pred is None:
+            print(f"{label:45s} {ref:10.2f} {'-':>10s} {'-':>8s}  {unit}")
+            continue
+        e = (pred - ref) / ref
+        errs.append(abs(e))
+        print(f"{label:45s} {ref:10.2f} {pred:10.2f} {100 * e:+7.1f}% {wall:7.1f}  ({unit})")
+    if errs:
+        print(f"\n{len(errs)} rows: median |error| {100 * statistics.median(errs):.1f} %, "
+              f"worst {100 * max(errs):.1f} %")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
