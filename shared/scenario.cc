@@ -113,6 +113,15 @@ const char* to_string(Topology v) {
   return "?";
 }
 
+const char* to_string(CollectiveAlgorithm v) {
+  switch (v) {
+    case CollectiveAlgorithm::kAuto: return "auto";
+    case CollectiveAlgorithm::kRing: return "ring";
+    case CollectiveAlgorithm::kTree: return "tree";
+  }
+  return "?";
+}
+
 int64_t ModelSpec::parameters() const {
   const int64_t h = hidden;
   const int64_t f = ffn_hidden;

@@ -19,6 +19,7 @@ enum class SpMode : uint8_t { kNone, kMegatron, kRing, kUlysses };
 enum class Recompute : uint8_t { kNone, kSelective, kFull };
 enum class Offload : uint8_t { kNone, kOptimizer, kParams, kAuto };
 enum class Topology : uint8_t { kFatTree, kRailOptimized };
+enum class CollectiveAlgorithm : uint8_t { kAuto, kRing, kTree };
 
 int dtype_bytes(DType t);
 const char* to_string(DType t);
@@ -30,6 +31,7 @@ const char* to_string(SpMode v);
 const char* to_string(Recompute v);
 const char* to_string(Offload v);
 const char* to_string(Topology v);
+const char* to_string(CollectiveAlgorithm v);
 
 struct ModelSpec {
   std::string name;
@@ -96,6 +98,7 @@ struct StrategySpec {
   DType dtype = DType::kBf16;
   double bucket_mb = 25;
   bool flash_attention = false;
+  CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::kAuto;
 
   int world_size() const { return dp * tp * pp * sp; }
   // Micro-batches each pipeline runs per iteration: global_batch / (dp * micro_batch).

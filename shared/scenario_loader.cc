@@ -456,12 +456,15 @@ class Resolver {
     static constexpr Recompute kRecomputes[] = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
     static constexpr Offload kOffloads[] = {Offload::kNone, Offload::kOptimizer, Offload::kParams, Offload::kAuto};
     static constexpr DType kDtypes[] = {DType::kFp32, DType::kFp16, DType::kBf16};
+    static constexpr CollectiveAlgorithm kAlgorithms[] = {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kRing,
+                                                          CollectiveAlgorithm::kTree};
     spec.tp_mode = choice("strategy.tp_mode", p.tp_mode(), kTpModes);
     spec.pp_schedule = choice("strategy.pp_schedule", p.pp_schedule(), kSchedules);
     spec.sp_mode = choice("strategy.sp_mode", p.sp_mode(), kSpModes);
     spec.recompute = choice("strategy.recompute", p.recompute(), kRecomputes);
     spec.offload = choice("strategy.offload", p.offload(), kOffloads);
     spec.dtype = choice("strategy.dtype", p.dtype(), kDtypes);
+    spec.collective_algorithm = choice("strategy.collective_algorithm", p.collective_algorithm(), kAlgorithms);
 
     at_least("strategy.tp", p.tp(), 1);
     at_least("strategy.pp", p.pp(), 1);

@@ -114,6 +114,7 @@ std::string scenario_canonical_text(const Scenario& s) {
   t.add("strategy.dtype", to_string(st.dtype));
   t.add("strategy.bucket_mb", st.bucket_mb);
   t.add("strategy.flash_attention", st.flash_attention);
+  t.add("strategy.collective_algorithm", to_string(st.collective_algorithm));
 
   t.add("seed", uint64_t{s.seed});
   return t.take();

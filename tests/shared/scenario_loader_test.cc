@@ -673,5 +673,19 @@ TEST(scenario_loader, ARuleBrokenBySetIsBlamedOnTheSet) {
   EXPECT_EQ(error_of(Doc(), {"cluster.preset=nope"}).rfind("--set cluster.preset=nope (over bad.textproto): cluster.preset: unknown preset", 0), 0u);
 }
 
+TEST(scenario_loader, CollectiveAlgorithmIsChecked) {
+  const std::string path = std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto";
+  EXPECT_EQ(load_scenario(path).strategy.collective_algorithm, CollectiveAlgorithm::kAuto);
+  EXPECT_EQ(load_scenario(path, {"strategy.collective_algorithm=tree"}).strategy.collective_algorithm,
+            CollectiveAlgorithm::kTree);
+  try {
+    load_scenario(path, {"strategy.collective_algorithm=butterfly"});
+    FAIL() << "an unknown algorithm was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("strategy.collective_algorithm"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ring"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace tandem

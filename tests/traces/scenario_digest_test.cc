@@ -86,6 +86,8 @@ std::vector<Mutation> strategy_mutations() {
       {"strategy.dtype", [](Scenario& s) { s.strategy.dtype = DType::kFp16; }},
       {"strategy.bucket_mb", [](Scenario& s) { s.strategy.bucket_mb = 25.000000000000004; }},  // next double
       {"strategy.flash_attention", [](Scenario& s) { s.strategy.flash_attention = !s.strategy.flash_attention; }},
+      {"strategy.collective_algorithm",
+       [](Scenario& s) { s.strategy.collective_algorithm = CollectiveAlgorithm::kTree; }},
   };
 }
 
