@@ -1,0 +1,211 @@
+// One rank of a host-driver run under mpirun: the runtime over MPI and the CPU kernels.
+#include <mpi.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "exec/host_driver.h"
+#include "exec/mpi_comm.h"
+#include "exec/run_args.h"
+#include "exec/runtime.h"
+#include "shared/error.h"
+#include "shared/memory_timeline.h"
+#include "shared/rank_grid.h"
+#include "traces/trace_builder.h"
+#include "traces/trace_io.h"
+
+namespace tandem::exec {
+namespace {
+
+[[noreturn]] void abort_job(int rank, const std::string& msg, int code) {
+  std::fprintf(stderr, "tandem run: rank %d: %s\n", rank, msg.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+// A test-only fault: TANDEM_EXEC_FAULT="kill:RANK:STEP" makes RANK raise SIGKILL at the start of
+// STEP (1-based), "hang:RANK:STEP" makes it stop making progress there.
+void maybe_fault(int rank, int step) {
+  const char* f = std::getenv("TANDEM_EXEC_FAULT");
+  if (!f) return;
+  char kind[8] = {0};
+  int r = -1, s = -1;
+  if (std::sscanf(f, "%7[a-z]:%d:%d", kind, &r, &s) != 3 || r != rank || s != step) return;
+  if (std::string(kind) == "kill") raise(SIGKILL);
+  if (std::string(kind) == "hang")
+    for (;;) pause();
+}
+
+// A barrier that keeps the stall watchdog: MPI_Ibarrier polled until the timeout.
+void barrier(int rank, double timeout_s, int step) {
+  MPI_Request req;
+  MPI_Ibarrier(MPI_COMM_WORLD, &req);
+  const auto t0 = std::chrono::steady_clock::now();
+  int flag = 0;
+  while (!flag) {
+    MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+    if (flag) break;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s)
+      abort_job(rank, "no progress for " + std::to_string(timeout_s) + " s, waiting at the barrier before step " +
+                          std::to_string(step + 1) + " for the other ranks",
+                4);
+    sched_yield();
+  }
+}
+
+std::string json_number(double x) {
+  if (!std::isfinite(x)) return "null";
+  std::ostringstream o;
+  o.precision(17);
+  o << x;
+  return o.str();
+}
+
+}  // namespace
+
+int run_host_worker(const RunArgs& args) {
+  MPI_Init(nullptr, nullptr);
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  try {
+    std::vector<std::string> sets = args.sets;
+    sets.push_back("cluster.gpus=" + std::to_string(world));
+    Schedule schedule(load_scenario(args.scenario, sets));
+    const Scenario& sc = schedule.scenario();
+    check_host_scenario(sc);
+    if (schedule.world_size() != world)
+      throw Error(sc.origin + ": the strategy needs " + std::to_string(schedule.world_size()) + " ranks, mpirun started " +
+                  std::to_string(world));
+    ExecOptions opt;
+    opt.steps = args.steps;
+    opt.timeout_s = args.timeout_s;
+    MpiComm comm(schedule, rank);
+    HostDriver driver(&comm);
+    Runtime rt(schedule, rank, driver, opt);
+
+    const int steps = args.steps;
+    std::vector<double> loss(steps, NAN), wall(steps, 0);
+    StepResult last;
+    for (int s = 0; s < steps; ++s) {
+      maybe_fault(rank, s + 1);
+      barrier(rank, args.timeout_s, s);
+      StepResult r = rt.run_step(s);
+      if (r.loss_sum) loss[s] = *r.loss_sum;
+      wall[s] = r.wall_s;
+      if (s == steps - 1) last = std::move(r);
+    }
+
+    // Per rank: losses, step wall times, peaks; gathered to rank 0.
+    std::vector<double> mine;
+    for (double x : loss) mine.push_back(x);
+    for (double x : wall) mine.push_back(x);
+    mine.push_back(double(rt.peak_device_bytes()));
+    mine.push_back(double(rt.peak_host_bytes()));
+    mine.push_back(double(memory_profile(rt.program()).peak_device_bytes));
+    const int per = int(mine.size());
+    std::vector<double> all(rank == 0 ? size_t(per) * world : 0);
+    MPI_Gather(mine.data(), per, MPI_DOUBLE, all.data(), per, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+
+    if (!args.trace_path.empty()) {
+      // The last step's events and memory samples of every rank.
+      std::vector<double> ev;
+      ev.reserve(last.tasks.size() * 2 + last.memory.size() * 3);
+      for (const TaskTimes& t : last.tasks) ev.push_back(t.start_s), ev.push_back(t.end_s);
+      for (const MemorySample& m : last.memory)
+        ev.push_back(m.time_s), ev.push_back(double(m.device_bytes)), ev.push_back(double(m.host_bytes));
+      int n = int(ev.size());
+      std::vector<int> counts(world), displs(world);
+      MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+      std::vector<double> evs;
+      if (rank == 0) {
+        int total = 0;
+        for (int r = 0; r < world; ++r) displs[r] = total, total += counts[r];
+        evs.resize(size_t(total));
+      }
+      MPI_Gatherv(ev.data(), n, MPI_DOUBLE, evs.data(), counts.data(), displs.data(), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+      if (rank == 0) {
+        TraceBuilder tb(schedule, driver.name(), driver.machine());
+        for (int r = 0; r < world; ++r) {
+          Program p = r == rank ? rt.program() : schedule.program(r);
+          tb.begin_rank(p);
+          const double* e = evs.data() + displs[r];
+          const size_t nt = p.tasks.size();
+          for (size_t i = 0; i < nt; ++i) tb.task(r, TaskId(i), e[2 * i], e[2 * i + 1]);
+          for (size_t j = 2 * nt; j + 3 <= size_t(counts[r]); j += 3)
+            tb.memory(r, e[j], int64_t(e[j + 1]), int64_t(e[j + 2]));
+        }
+        proto::Trace trace = tb.finish();
+        write_trace(trace, args.trace_path);
+      }
+    }
+
+    if (rank == 0) {
+      const RankGrid& g = schedule.grid();
+      const int reporter = g.rank({0, g.pp() - 1, 0, 0});
+      const double tokens = double(sc.strategy.global_batch) * sc.model.seq_len;
+      std::vector<double> losses(steps);
+      for (int s = 0; s < steps; ++s) losses[s] = all[size_t(reporter) * per + s] / tokens;
+      std::vector<double> step_s(steps, 0);
+      for (int s = 0; s < steps; ++s)
+        for (int r = 0; r < world; ++r) step_s[s] = std::max(step_s[s], all[size_t(r) * per + steps + s]);
+      std::vector<double> later(step_s.begin() + (steps > 1 ? 1 : 0), step_s.end());
+      std::sort(later.begin(), later.end());
+      const size_t h = later.size();
+      const double median = h == 0 ? 0 : (h % 2 ? later[h / 2] : 0.5 * (later[h / 2 - 1] + later[h / 2]));
+      std::vector<int64_t> peak(world), host(world), planned(world);
+      for (int r = 0; r < world; ++r) {
+        peak[r] = int64_t(all[size_t(r) * per + 2 * steps]);
+        host[r] = int64_t(all[size_t(r) * per + 2 * steps + 1]);
+        planned[r] = int64_t(all[size_t(r) * per + 2 * steps + 2]);
+      }
+      const int64_t max_peak = *std::max_element(peak.begin(), peak.end());
+      const double floor = MarkovChain::entropy_nats();
+      if (args.json) {
+        std::ostringstream o;
+        o << "{\"scenario\": \"" << sc.name << "\", \"driver\": \"host\", \"ranks\": " << world
+          << ", \"steps\": " << steps << ", \"losses\": [";
+        for (int s = 0; s < steps; ++s) o << (s ? ", " : "") << json_number(losses[s]);
+        o << "], \"loss_floor\": " << json_number(floor) << ", \"iteration_time_s\": " << json_number(median)
+          << ", \"step_times_s\": [";
+        for (int s = 0; s < steps; ++s) o << (s ? ", " : "") << json_number(step_s[s]);
+        o << "], \"peak_memory_bytes\": " << max_peak << ", \"peak_memory_bytes_per_rank\": [";
+        for (int r = 0; r < world; ++r) o << (r ? ", " : "") << peak[r];
+        o << "], \"planned_peak_memory_bytes_per_rank\": [";
+        for (int r = 0; r < world; ++r) o << (r ? ", " : "") << planned[r];
+        o << "], \"peak_host_bytes_per_rank\": [";
+        for (int r = 0; r < world; ++r) o << (r ? ", " : "") << host[r];
+        o << "]}\n";
+        std::cout << o.str() << std::flush;
+      } else {
+        std::printf("tandem run: %s on %d rank%s (host driver, fp32), %d steps\n", sc.name.c_str(), world,
+                    world == 1 ? "" : "s", steps);
+        for (int s = 0; s < steps; ++s) std::printf("step %d  loss %.6f  (%.4f s)\n", s + 1, losses[s], step_s[s]);
+        std::printf("loss floor (entropy of the data's Markov chain): %.4f nats\n", floor);
+        std::printf("iteration time: %.6f s (median of steps 2..%d, slowest rank)\n", median, steps);
+        std::printf("peak device memory per rank (measured / planned):\n");
+        for (int r = 0; r < world; ++r)
+          std::printf("  rank %d: %lld / %lld bytes\n", r, (long long)peak[r], (long long)planned[r]);
+        if (!args.trace_path.empty()) std::printf("trace: %s\n", args.trace_path.c_str());
+        std::fflush(stdout);
+      }
+    }
+  } catch (const Error& e) {
+    abort_job(rank, e.what(), e.exit_code());
+  } catch (const std::exception& e) {
+    abort_job(rank, std::string("internal error: ") + e.what(), 1);
+  }
+  MPI_Finalize();
+  return 0;
+}
+
+}  // namespace tandem::exec

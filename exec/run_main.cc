@@ -1,0 +1,107 @@
+// tandem run [-n RANKS] [--driver host|cuda] SCENARIO [--steps N] [--set k=v ...] [--trace FILE]
+//            [--json] [--timeout S]
+// Trains the scenario's schedule for real: the launcher checks the scenario, then re-executes
+// itself under `mpirun -n RANKS` in worker mode (one process per rank; exec/host_worker.cc).
+// Exit codes: 0 ok, 2 bad input, other non-zero for a runtime failure (4: a rank stalled).
+#include <unistd.h>
+
+#include <climits>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "exec/host_driver.h"
+#include "exec/run_args.h"
+#include "shared/error.h"
+#include "shared/schedule.h"
+
+namespace po = boost::program_options;
+using namespace tandem;
+
+namespace {
+
+std::string self_path(const char* argv0) {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n > 0) return std::string(buf, size_t(n));
+  return argv0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  exec::RunArgs a;
+  po::options_description opts("tandem run SCENARIO [options]");
+  opts.add_options()
+      ("help,h", "this help")
+      ("ranks,n", po::value(&a.ranks), "number of ranks (processes); overrides cluster.gpus")
+      ("driver", po::value(&a.driver), "host (MPI processes, CPU kernels) or cuda")
+      ("steps", po::value(&a.steps), "training steps (default 5)")
+      ("set", po::value(&a.sets)->composing(), "override a scenario field: --set strategy.tp=2 (repeatable)")
+      ("trace", po::value(&a.trace_path), "write the measured trace of the last step to FILE")
+      ("json", "print one JSON object instead of the summary")
+      ("timeout", po::value(&a.timeout_s), "seconds without progress before a rank aborts the run (default 60)")
+      ("scenario", po::value(&a.scenario), "scenario file");
+  po::options_description hidden;
+  hidden.add_options()("worker", "run as one rank under mpirun");
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::positional_options_description pos;
+  pos.add("scenario", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "tandem run: " << e.what() << "\n" << opts;
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << opts;
+    return 0;
+  }
+  a.json = vm.count("json") > 0;
+  a.worker = vm.count("worker") > 0;
+  if (a.worker) return exec::run_host_worker(a);
+
+  try {
+    if (a.scenario.empty()) throw Error("a scenario file is required (tandem run --help)");
+    if (a.steps < 1) throw Error("--steps: expected at least 1, got " + std::to_string(a.steps));
+    if (!(a.timeout_s > 0)) throw Error("--timeout: expected a positive number of seconds");
+    if (vm.count("ranks") && a.ranks < 1) throw Error("-n: expected at least 1 rank, got " + std::to_string(a.ranks));
+    if (a.driver == "cuda")
+      throw Error("--driver cuda: the CUDA driver is not built yet in this version; use --driver host");
+    if (a.driver != "host") throw Error("--driver: expected host or cuda, got '" + a.driver + "'");
+    std::vector<std::string> sets = a.sets;
+    if (a.ranks > 0) sets.push_back("cluster.gpus=" + std::to_string(a.ranks));
+    // Check everything a worker would, before starting any process.
+    Schedule schedule(load_scenario(a.scenario, sets));
+    exec::check_host_scenario(schedule.scenario());
+    const int ranks = schedule.world_size();
+
+    std::vector<std::string> cmd = {"mpirun", "-n", std::to_string(ranks), "--oversubscribe", "--allow-run-as-root",
+                                    "--bind-to", "none",
+                                    // Containers forbid the cross-memory-attach copy path; ranks that
+                                    // share cores should yield while they wait.
+                                    "--mca", "btl_vader_single_copy_mechanism", "none", "--mca",
+                                    "mpi_yield_when_idle", "1", self_path(argv[0]), "--worker", a.scenario, "--steps",
+                                    std::to_string(a.steps), "--timeout", std::to_string(a.timeout_s)};
+    for (const std::string& s : a.sets) cmd.insert(cmd.end(), {"--set", s});
+    if (!a.trace_path.empty()) cmd.insert(cmd.end(), {"--trace", a.trace_path});
+    if (a.json) cmd.push_back("--json");
+    std::vector<char*> cargv;
+    for (std::string& s : cmd) cargv.push_back(s.data());
+    cargv.push_back(nullptr);
+    std::cout.flush();
+    execvp("mpirun", cargv.data());
+    throw Error("cannot start mpirun (is openmpi-bin installed?)", 1);
+  } catch (const Error& e) {
+    std::cerr << "tandem run: " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << "tandem run: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}
