@@ -1,0 +1,429 @@
+#include "traces/report/compare.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "shared/error.h"
+#include "shared/schedule.h"
+#include "traces/report/json_writer.h"
+#include "traces/task_label.h"
+#include "traces/trace_io.h"
+
+namespace tandem {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Per-event errors of one label or kind: exact up to kMedianSampleCap, then a reservoir sample
+// (Vitter's algorithm R) driven by a fixed-seed splitmix64, so that reports are reproducible.
+class ErrorSample {
+ public:
+  void add(double error) {
+    ++seen_;
+    if (std::isnan(worst_) || std::fabs(error) > std::fabs(worst_)) worst_ = error;
+    if (values_.size() < kMedianSampleCap) {
+      values_.push_back(error);
+      return;
+    }
+    const uint64_t j = next() % seen_;
+    if (j < kMedianSampleCap) values_[j] = error;
+  }
+  double median() const {
+    if (values_.empty()) return kNaN;
+    std::vector<double> v = values_;
+    const size_t mid = v.size() / 2;
+    std::nth_element(v.begin(), v.begin() + mid, v.end());
+    if (v.size() % 2 == 1) return v[mid];
+    const double hi = v[mid];
+    const double lo = *std::max_element(v.begin(), v.begin() + mid);
+    return lo + (hi - lo) / 2;
+  }
+  double worst() const { return worst_; }
+
+ private:
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  std::vector<double> values_;
+  uint64_t seen_ = 0;
+  uint64_t state_ = 0x5eed;
+  double worst_ = kNaN;
+};
+
+struct Accumulator {
+  std::string label, kind;
+  int64_t count = 0;
+  TimePair total;
+  ErrorSample errors;
+};
+
+struct RankView {
+  const proto::Rank* rank = nullptr;
+  double first_start_s = 0, last_end_s = 0;
+  double busy_s[kStreamCount] = {};
+  int64_t events[kStreamCount] = {};
+};
+
+RankView view(const proto::Rank* r) {
+  RankView v;
+  v.rank = r;
+  if (!r) return v;
+  const proto::Events& e = r->events();
+  if (e.task_id_size() == 0) return v;
+  v.first_start_s = std::numeric_limits<double>::infinity();
+  v.last_end_s = -std::numeric_limits<double>::infinity();
+  for (int i = 0; i < e.task_id_size(); ++i) {
+    v.first_start_s = std::min(v.first_start_s, e.start_s(i));
+    v.last_end_s = std::max(v.last_end_s, e.end_s(i));
+    v.busy_s[e.stream(i)] += e.end_s(i) - e.start_s(i);
+    ++v.events[e.stream(i)];
+  }
+  return v;
+}
+
+TraceInfo info(const proto::Trace& t, const std::string& name) {
+  TraceInfo i;
+  i.name = name;
+  i.scenario = t.scenario_name();
+  i.digest = t.scenario_digest();
+  i.backend = t.backend();
+  i.machine = t.machine();
+  i.world_size = t.world_size();
+  i.ranks = t.ranks_size();
+  for (const proto::Rank& r : t.ranks()) i.events += uint64_t(r.events().task_id_size());
+  return i;
+}
+
+LabelComparison finish(const Accumulator& acc, int ranks_compared) {
+  LabelComparison l;
+  l.label = acc.label;
+  l.kind = acc.kind;
+  l.count = acc.count;
+  l.total = acc.total;
+  l.median_error = acc.errors.median();
+  l.worst_error = acc.errors.worst();
+  l.contribution_s = ranks_compared > 0 ? (acc.total.a_s - acc.total.b_s) / ranks_compared : 0.0;
+  return l;
+}
+
+void sort_by_contribution(std::vector<LabelComparison>& v) {
+  std::sort(v.begin(), v.end(), [](const LabelComparison& x, const LabelComparison& y) {
+    const double ax = std::fabs(x.contribution_s), ay = std::fabs(y.contribution_s);
+    if (ax != ay) return ax > ay;
+    return x.label < y.label;
+  });
+}
+
+void json_info(JsonWriter& j, const TraceInfo& i) {
+  j.begin_object();
+  j.key("name").string(i.name);
+  j.key("scenario").string(i.scenario);
+  j.key("scenario_digest").string(i.digest);
+  j.key("backend").string(i.backend);
+  j.key("machine").string(i.machine);
+  j.key("world_size").integer(i.world_size);
+  j.key("ranks").integer(i.ranks);
+  j.key("events").integer(i.events);
+  j.end_object();
+}
+
+void json_streams(JsonWriter& j, const std::vector<StreamTimes>& streams) {
+  j.begin_array();
+  for (const StreamTimes& s : streams) {
+    j.begin_object();
+    j.key("stream").string(to_string(static_cast<Stream>(s.stream)));
+    j.key("busy_a_s").number(s.busy.a_s);
+    j.key("busy_b_s").number(s.busy.b_s);
+    j.key("error").number(s.busy.error());
+    j.key("events_a").integer(s.events_a);
+    j.key("events_b").integer(s.events_b);
+    j.end_object();
+  }
+  j.end_array();
+}
+
+void json_labels(JsonWriter& j, const std::vector<LabelComparison>& labels, bool with_label) {
+  j.begin_array();
+  for (const LabelComparison& l : labels) {
+    j.begin_object();
+    if (with_label) j.key("label").string(l.label);
+    j.key("kind").string(l.kind);
+    j.key("count").integer(l.count);
+    j.key("total_a_s").number(l.total.a_s);
+    j.key("total_b_s").number(l.total.b_s);
+    j.key("total_error").number(l.total.error());
+    j.key("median_error").number(l.median_error);
+    j.key("worst_error").number(l.worst_error);
+    j.key("contribution_s").number(l.contribution_s);
+    j.end_object();
+  }
+  j.end_array();
+}
+
+}  // namespace
+
+double relative_error(double a_s, double b_s) {
+  if (b_s == 0) return a_s == 0 ? 0.0 : kNaN;
+  return (a_s - b_s) / b_s;
+}
+
+std::string format_error(double error) {
+  if (!std::isfinite(error)) return "n/a";
+  char buf[32];
+  const double pct = error * 100;
+  const double mag = std::fabs(pct);
+  if (mag < 0.005) return "0.00%";  // rounding noise of equal times, not a sign
+  const int decimals = mag >= 100 ? 0 : mag >= 10 ? 1 : 2;
+  std::snprintf(buf, sizeof buf, "%+.*f%%", decimals, pct);
+  return buf;
+}
+
+std::string format_seconds(double s) {
+  if (!std::isfinite(s)) return "n/a";
+  struct Unit {
+    double scale;
+    const char* name;
+  };
+  static const Unit kUnits[] = {{1, "s"}, {1e-3, "ms"}, {1e-6, "us"}, {1e-9, "ns"}};
+  const double mag = std::fabs(s);
+  if (mag < 5e-12) return "0 s";  // below what the ns unit shows: rounding noise
+  for (const Unit& u : kUnits) {
+    if (mag >= u.scale || u.scale == 1e-9) {
+      const double v = s / u.scale;
+      const double av = std::fabs(v);
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.*f %s", av >= 100 ? 0 : av >= 10 ? 1 : 2, v, u.name);
+      return buf;
+    }
+  }
+  return "?";
+}
+
+Comparison compare_traces(const proto::Trace& a, const proto::Trace& b, const CompareOptions& options) {
+  check_trace(a, "trace " + options.name_a);
+  check_trace(b, "trace " + options.name_b);
+  Comparison c;
+  c.a = info(a, options.name_a);
+  c.b = info(b, options.name_b);
+  c.same_scenario = a.scenario_digest() == b.scenario_digest();
+  if (!c.same_scenario && !options.allow_different_scenarios)
+    throw Error("tandem compare: " + options.name_a + " and " + options.name_b +
+                " ran different scenarios (scenario digest " + a.scenario_digest() + " of '" +
+                a.scenario_name() + "' against " + b.scenario_digest() + " of '" + b.scenario_name() +
+                "'); pass --allow-different-scenarios to compare them anyway");
+
+  // Labels: one accumulator per label text (A's label table first), one per kind.
+  std::vector<Accumulator> labels;
+  std::unordered_map<std::string, int> label_index;
+  std::vector<Accumulator> kinds;
+  std::unordered_map<std::string, int> kind_index;
+  std::vector<int> label_kind_of;  // accumulator index -> kind accumulator index
+  auto label_acc = [&](const std::string& text) {
+    auto [it, added] = label_index.try_emplace(text, int(labels.size()));
+    if (added) {
+      Accumulator acc;
+      acc.label = text;
+      acc.kind = std::string(label_kind(text));
+      auto [kt, kadded] = kind_index.try_emplace(acc.kind, int(kinds.size()));
+      if (kadded) {
+        Accumulator k;
+        k.label = acc.kind;
+        k.kind = acc.kind;
+        kinds.push_back(std::move(k));
+      }
+      label_kind_of.push_back(kt->second);
+      labels.push_back(std::move(acc));
+    }
+    return it->second;
+  };
+  std::vector<int> a_label_acc(a.labels_size()), b_label_acc(b.labels_size());
+  for (int i = 0; i < a.labels_size(); ++i) a_label_acc[i] = label_acc(a.labels(i));
+  for (int i = 0; i < b.labels_size(); ++i) b_label_acc[i] = label_acc(b.labels(i));
+
+  StreamTimes streams[kStreamCount];
+  for (int s = 0; s < kStreamCount; ++s) streams[s].stream = s;
+  double best_b_iteration = -1, best_a_iteration = -1;
+  int slowest_b = -1, slowest_a = -1;
+  int64_t best_b_peak = -1, best_a_peak = -1;
+  int peak_b = -1, peak_a = -1;
+  bool b_has_memory = false;
+
+  auto unmatched = [&](int rank, const proto::Trace& t, const proto::Events& e, int i, bool in_a) {
+    (in_a ? c.only_a : c.only_b) += 1;
+    if (c.unmatched.size() < kUnmatchedExamples)
+      c.unmatched.push_back({rank, e.task_id(i), t.labels(int(e.label(i))), in_a});
+  };
+
+  int ia = 0, ib = 0;
+  while (ia < a.ranks_size() || ib < b.ranks_size()) {
+    const proto::Rank* ra = ia < a.ranks_size() ? &a.ranks(ia) : nullptr;
+    const proto::Rank* rb = ib < b.ranks_size() ? &b.ranks(ib) : nullptr;
+    if (ra && rb && ra->rank() != rb->rank()) (ra->rank() < rb->rank() ? rb : ra) = nullptr;
+    const int rank = ra ? ra->rank() : rb->rank();
+    if (ra) ++ia;
+    if (rb) ++ib;
+
+    const RankView va = view(ra), vb = view(rb);
+    RankComparison rc;
+    rc.rank = rank;
+    rc.in_a = ra != nullptr;
+    rc.in_b = rb != nullptr;
+    rc.iteration = {va.last_end_s - va.first_start_s, vb.last_end_s - vb.first_start_s};
+    for (int s = 0; s < kStreamCount; ++s) {
+      if (va.events[s] == 0 && vb.events[s] == 0) continue;
+      StreamTimes st{s, {va.busy_s[s], vb.busy_s[s]}, va.events[s], vb.events[s]};
+      rc.streams.push_back(st);
+      streams[s].busy.a_s += st.busy.a_s;
+      streams[s].busy.b_s += st.busy.b_s;
+      streams[s].events_a += st.events_a;
+      streams[s].events_b += st.events_b;
+    }
+    if (ra) {
+      rc.peak_device_a_bytes = ra->peak_device_bytes();
+      if (rc.iteration.a_s > best_a_iteration) best_a_iteration = rc.iteration.a_s, slowest_a = rank;
+      if (rc.peak_device_a_bytes > best_a_peak) best_a_peak = rc.peak_device_a_bytes, peak_a = rank;
+      c.iteration.a_s = std::max(c.iteration.a_s, rc.iteration.a_s);
+    }
+    if (rb) {
+      rc.peak_device_b_bytes = rb->peak_device_bytes();
+      b_has_memory = b_has_memory || rb->memory().time_s_size() > 0;
+      if (rc.iteration.b_s > best_b_iteration) best_b_iteration = rc.iteration.b_s, slowest_b = rank;
+      if (rc.peak_device_b_bytes > best_b_peak) best_b_peak = rc.peak_device_b_bytes, peak_b = rank;
+      c.iteration.b_s = std::max(c.iteration.b_s, rc.iteration.b_s);
+    }
+    c.ranks.push_back(std::move(rc));
+
+    // Merge-join the events of this rank on task id (both sorted, strictly increasing).
+    static const proto::Events kNoEvents;
+    const proto::Events& ea = ra ? ra->events() : kNoEvents;
+    const proto::Events& eb = rb ? rb->events() : kNoEvents;
+    if (ra && rb) ++c.ranks_compared;
+    int i = 0, k = 0;
+    while (i < ea.task_id_size() || k < eb.task_id_size()) {
+      if (k >= eb.task_id_size() || (i < ea.task_id_size() && ea.task_id(i) < eb.task_id(k))) {
+        unmatched(rank, a, ea, i++, true);
+        continue;
+      }
+      if (i >= ea.task_id_size() || eb.task_id(k) < ea.task_id(i)) {
+        unmatched(rank, b, eb, k++, false);
+        continue;
+      }
+      const int la = a_label_acc[ea.label(i)], lb = b_label_acc[eb.label(k)];
+      if (la != lb) ++c.label_mismatches;
+      const double da = ea.end_s(i) - ea.start_s(i), db = eb.end_s(k) - eb.start_s(k);
+      Accumulator& acc = labels[la];
+      Accumulator& kind = kinds[label_kind_of[la]];
+      for (Accumulator* x : {&acc, &kind}) {
+        ++x->count;
+        x->total.a_s += da;
+        x->total.b_s += db;
+        if (db > 0) x->errors.add((da - db) / db);
+      }
+      ++c.matched;
+      ++i;
+      ++k;
+    }
+  }
+
+  c.slowest_rank = slowest_b >= 0 ? slowest_b : slowest_a;
+  c.peak_memory_rank = b_has_memory ? peak_b : peak_a;
+  for (const StreamTimes& s : streams)
+    if (s.events_a > 0 || s.events_b > 0) c.streams.push_back(s);
+  for (const Accumulator& acc : labels)
+    if (acc.count > 0) c.labels.push_back(finish(acc, c.ranks_compared));
+  for (const Accumulator& acc : kinds)
+    if (acc.count > 0) c.kinds.push_back(finish(acc, c.ranks_compared));
+  sort_by_contribution(c.labels);
+  sort_by_contribution(c.kinds);
+  return c;
+}
+
+std::string comparison_json(const Comparison& c) {
+  JsonWriter j;
+  j.begin_object();
+  j.key("format").string("tandem-compare-1");
+  j.key("a");
+  json_info(j, c.a);
+  j.key("b");
+  json_info(j, c.b);
+  j.key("same_scenario").boolean(c.same_scenario);
+  j.key("headline").begin_object();
+  j.key("iteration_a_s").number(c.iteration.a_s);
+  j.key("iteration_b_s").number(c.iteration.b_s);
+  j.key("error").number(c.iteration.error());
+  j.key("ranks_compared").integer(c.ranks_compared);
+  j.key("matched_events").integer(c.matched);
+  j.key("only_in_a").integer(c.only_a);
+  j.key("only_in_b").integer(c.only_b);
+  j.key("label_mismatches").integer(c.label_mismatches);
+  j.key("slowest_rank").integer(c.slowest_rank);
+  j.key("peak_memory_rank").integer(c.peak_memory_rank);
+  j.end_object();
+  j.key("streams");
+  json_streams(j, c.streams);
+  j.key("ranks").begin_array();
+  for (const RankComparison& r : c.ranks) {
+    j.begin_object();
+    j.key("rank").integer(r.rank);
+    j.key("in_a").boolean(r.in_a);
+    j.key("in_b").boolean(r.in_b);
+    j.key("iteration_a_s").number(r.iteration.a_s);
+    j.key("iteration_b_s").number(r.iteration.b_s);
+    j.key("error").number(r.iteration.error());
+    j.key("peak_device_a_bytes").integer(r.peak_device_a_bytes);
+    j.key("peak_device_b_bytes").integer(r.peak_device_b_bytes);
+    j.key("streams");
+    json_streams(j, r.streams);
+    j.end_object();
+  }
+  j.end_array();
+  j.key("kinds");
+  json_labels(j, c.kinds, false);
+  j.key("labels");
+  json_labels(j, c.labels, true);
+  j.key("unmatched").begin_array();
+  for (const UnmatchedTask& u : c.unmatched) {
+    j.begin_object();
+    j.key("rank").integer(u.rank);
+    j.key("task_id").integer(u.task_id);
+    j.key("label").string(u.label);
+    j.key("in").string(u.in_a ? "a" : "b");
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+  std::string out = j.take();
+  out += '\n';
+  return out;
+}
+
+std::string comparison_text(const Comparison& c) {
+  std::string s;
+  s += "iteration time: " + c.a.name + " " + format_seconds(c.iteration.a_s) + ", " + c.b.name + " " +
+       format_seconds(c.iteration.b_s) + ", error " + format_error(c.iteration.error()) + " (" + c.a.name +
+       " vs " + c.b.name + ")\n";
+  s += "events: " + std::to_string(c.matched) + " matched, " + std::to_string(c.only_a) + " only in " + c.a.name +
+       ", " + std::to_string(c.only_b) + " only in " + c.b.name + "\n";
+  if (!c.same_scenario) s += "warning: the traces ran different scenarios\n";
+  const size_t n = std::min<size_t>(5, c.kinds.size());
+  if (n > 0) s += "kinds contributing most (per-rank time, " + c.a.name + " - " + c.b.name + "):\n";
+  for (size_t i = 0; i < n; ++i) {
+    const LabelComparison& k = c.kinds[i];
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-16s %12s  total %s  median %s\n", k.kind.c_str(),
+                  format_seconds(k.contribution_s).c_str(), format_error(k.total.error()).c_str(),
+                  format_error(k.median_error).c_str());
+    s += line;
+  }
+  return s;
+}
+
+}  // namespace tandem

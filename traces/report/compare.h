@@ -1,0 +1,116 @@
+// The numbers of `tandem compare`: two traces of one scenario, A (usually the prediction, sim/) and
+// B (the reference, usually the measurement, exec/), set side by side task by task. Every relative
+// error is (A - B) / B: negative when A is faster than B.
+//
+// What is compared (docs/reports.md explains each choice):
+//  - iteration time of a rank = its last event end minus its first event start; of a trace = the
+//    largest over its ranks;
+//  - busy time of a stream = the sum of its events' durations (a stream runs one task at a time);
+//  - events are matched by (rank, task_id); per label (traces/task_label.h) and per coarse kind
+//    (label_kind) the matched events give count, total time A and B, median and worst per-event
+//    error, and a contribution to the iteration-time error: (sum A - sum B) / ranks compared, the
+//    average per-rank time the label adds to A over B. Tables are sorted by |contribution|. It
+//    counts work that overlaps other work as if it were on the critical path (traces do not carry
+//    dependencies, so the critical path cannot be rebuilt from them alone);
+//  - tasks present in one trace only are counted and the first few listed.
+//
+// Bounded memory: the per-event errors a median is taken over are kept exactly up to
+// kMedianSampleCap per label (and per kind); beyond that a deterministic reservoir sample of that
+// size is kept and the median is the sample's. Worst errors and totals are always exact.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trace.pb.h"
+
+namespace tandem {
+
+inline constexpr size_t kMedianSampleCap = 1 << 16;
+inline constexpr size_t kUnmatchedExamples = 20;
+
+// (a - b) / b; 0 when both are 0; NaN (printed "n/a", JSON null) when only b is 0.
+double relative_error(double a_s, double b_s);
+
+struct CompareOptions {
+  bool allow_different_scenarios = false;  // else Error when the scenario digests differ
+  std::string name_a = "A", name_b = "B";  // shown in the report (the file names, say)
+};
+
+struct TimePair {
+  double a_s = 0, b_s = 0;
+  double error() const { return relative_error(a_s, b_s); }
+};
+
+struct StreamTimes {
+  int stream = 0;  // tandem::Stream value
+  TimePair busy;
+  int64_t events_a = 0, events_b = 0;
+};
+
+struct RankComparison {
+  int rank = 0;
+  bool in_a = false, in_b = false;
+  TimePair iteration;
+  std::vector<StreamTimes> streams;  // the streams either trace used on this rank, by value
+  int64_t peak_device_a_bytes = 0, peak_device_b_bytes = 0;
+};
+
+struct LabelComparison {
+  std::string label;  // the label; for the kind table, the kind
+  std::string kind;
+  int64_t count = 0;  // matched events
+  TimePair total;
+  double median_error = 0, worst_error = 0;  // over matched events with B time > 0; NaN if none
+  double contribution_s = 0;                  // (total.a_s - total.b_s) / ranks compared
+};
+
+struct UnmatchedTask {
+  int rank = 0;
+  uint32_t task_id = 0;
+  std::string label;
+  bool in_a = false;  // present in A only (else in B only)
+};
+
+struct TraceInfo {
+  std::string name, scenario, digest, backend, machine;
+  int world_size = 0;
+  int ranks = 0;
+  uint64_t events = 0;
+};
+
+struct Comparison {
+  TraceInfo a, b;
+  bool same_scenario = true;
+  TimePair iteration;
+  int ranks_compared = 0;                 // ranks present in both traces
+  std::vector<RankComparison> ranks;      // every rank of either trace, by rank
+  std::vector<StreamTimes> streams;       // summed over the ranks of each trace
+  std::vector<LabelComparison> labels;    // sorted by |contribution_s|, then label
+  std::vector<LabelComparison> kinds;     // likewise
+  int64_t matched = 0, only_a = 0, only_b = 0;
+  int64_t label_mismatches = 0;           // matched events whose labels differ (A's label is used)
+  std::vector<UnmatchedTask> unmatched;   // the first kUnmatchedExamples, in (rank, task) order
+  int slowest_rank = -1;                  // largest iteration time in B (A if B has no ranks)
+  int peak_memory_rank = -1;              // largest peak device bytes in B (A if B has no memory)
+};
+
+// Error (exit code 2) naming both digests when the traces ran different scenarios and
+// options.allow_different_scenarios is false.
+Comparison compare_traces(const proto::Trace& a, const proto::Trace& b, const CompareOptions& options = {});
+
+// One JSON object: {"format":"tandem-compare-1", "a":{...}, "b":{...}, "headline":{...},
+// "streams":[...], "ranks":[...], "kinds":[...], "labels":[...], "unmatched":[...]}; times in
+// seconds, errors as fractions (null when undefined).
+std::string comparison_json(const Comparison& c);
+
+// A few lines for the terminal: the headline and the five kinds that contribute most.
+std::string comparison_text(const Comparison& c);
+
+// "+12.3%", "-9.09%", "n/a": three significant digits.
+std::string format_error(double error);
+// "1.23 s", "45.6 ms", "789 us", "12.0 ns".
+std::string format_seconds(double s);
+
+}  // namespace tandem
