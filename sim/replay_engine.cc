@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "shared/error.h"
+#include "shared/rank_grid.h"
 
 namespace tandem::sim {
 namespace sg = simgrid::s4u;
@@ -17,11 +18,13 @@ struct ReplayEngine::ProgramInfo {
   std::vector<uint8_t> fuse_next;    // the next task of this one's stream runs fused after it
   std::unordered_map<BufferId, uint32_t> buffer_index;
   std::vector<uint32_t> task_buffer;  // Alloc/Free: index of the buffer in `program.buffers`
+  std::vector<int64_t> device_bytes;  // by buffer index: bytes of an accounted device buffer, else 0
   double model_flops = 0, hardware_flops = 0;
 };
 
 struct ReplayEngine::RankState {
-  int rank = 0;
+  int rank = 0;  // the rank replayed (folded: lane 0 of its unit)
+  int unit = 0;  // index in ranks_
   const ProgramInfo* info = nullptr;
   bool translate = false;  // the program is its class representative's: translate groups and peers
   std::vector<uint64_t> done;
@@ -29,6 +32,7 @@ struct ReplayEngine::RankState {
   std::array<double, kStreamCount> busy_since{};
   uint32_t busy = 0;
   std::vector<std::pair<GroupId, uint32_t>> seq;  // collectives issued, per group
+  std::vector<GroupId> group_map;                  // translated groups, by the program's group id
   std::vector<uint8_t> live;
   int64_t device_bytes = 0, host_bytes = 0;
   size_t remaining = 0;
@@ -53,6 +57,11 @@ struct ReplayEngine::NetOp {
   ProtocolCost cost;
   size_t phase = 0;
   uint32_t outstanding = 0;
+  // Folded: flows of all tp lanes, lane-major, `lane_flows` per lane. Only lane 0's flows are
+  // waited on; lane m's (kept in `shadows`, lane-major from lane 1) must have ended with them.
+  uint32_t lanes = 1;
+  uint32_t lane_flows = 0;
+  std::vector<simgrid::s4u::CommPtr> shadows;
 };
 
 struct ReplayEngine::PairQueue {
@@ -60,6 +69,8 @@ struct ReplayEngine::PairQueue {
 };
 
 namespace {
+
+constexpr uint32_t kLateFlow = 0x80000000u;  // active_slot_: a lane m > 0 flow that outlived lane 0's
 
 bool test_bit(const std::vector<uint64_t>& v, uint32_t i) { return (v[i >> 6] >> (i & 63)) & 1; }
 void set_bit(std::vector<uint64_t>& v, uint32_t i) { v[i >> 6] |= uint64_t(1) << (i & 63); }
@@ -139,6 +150,11 @@ std::shared_ptr<ReplayEngine::ProgramInfo> ReplayEngine::analyse(Program program
       info->fuse_next[t.id] = ok;
     }
   }
+  info->device_bytes.assign(program.buffers.size(), 0);
+  for (size_t i = 0; i < program.buffers.size(); ++i) {
+    const Buffer& b = program.buffers[i];
+    if (!b.is_view() && b.placement == Placement::kDevice) info->device_bytes[i] = b.bytes;
+  }
   info->program = std::move(program);
   return info;
 }
@@ -163,12 +179,18 @@ void ReplayEngine::prepare() {
       ++result_.programs_generated;
     }
   }
-  ranks_.resize(n);
-  for (int r = 0; r < n; ++r) {
-    RankState& s = ranks_[r];
-    s.rank = r;
-    s.info = infos_[r].get();
-    s.translate = s.info->program.rank != r;
+  hbm_bytes_ = schedule_.scenario().cluster.hbm_bytes();
+  node_host_bytes_.assign((n + platform_.gpus_per_node() - 1) / platform_.gpus_per_node(), 0);
+  scan_exclusive_groups();
+  fold_ = choose_fold();
+  result_.fold = fold_;
+  ranks_.resize(n / fold_);
+  for (size_t u = 0; u < ranks_.size(); ++u) {
+    RankState& s = ranks_[u];
+    s.rank = int(u) * fold_;
+    s.unit = int(u);
+    s.info = infos_[s.rank].get();
+    s.translate = s.info->program.rank != s.rank;
     const size_t tasks = s.info->program.tasks.size();
     s.done.assign((tasks + 63) / 64, 0);
     s.live.assign(s.info->program.buffers.size(), 0);
@@ -178,23 +200,23 @@ void ReplayEngine::prepare() {
     s.stats.model_flops = s.info->model_flops;
     s.stats.hardware_flops = s.info->hardware_flops;
   }
-  node_host_bytes_.assign((n + platform_.gpus_per_node() - 1) / platform_.gpus_per_node(), 0);
-  scan_exclusive_groups();
+  const auto& groups = schedule_.groups();
+  group_parties_.assign(groups.size(), 0);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    int last = -1;
+    for (int m : groups[g].ranks)  // members of a unit are consecutive in a group (checked by choose_fold)
+      if (unit_of(m) != last) ++group_parties_[g], last = unit_of(m);
+  }
 }
 
 void ReplayEngine::scan_exclusive_groups() {
   const auto& groups = schedule_.groups();
+  const int n = schedule_.world_size();
   group_exclusive_.assign(groups.size(), 0);
-  if (!options_.closed_form_uncontended) return;
   // Per program: the groups it runs collectives on (and whether on more than one stream), its peers.
-  struct Usage {
-    std::map<GroupId, int> group_stream;  // -1: several streams
-    std::vector<int> peers;
-  };
-  std::unordered_map<const ProgramInfo*, Usage> usage;
   for (const auto& info : infos_) {
-    if (usage.count(info.get())) continue;
-    Usage& u = usage[info.get()];
+    if (usage_.count(info.get())) continue;
+    Usage& u = usage_[info.get()];
     for (const Task& t : info->program.tasks) {
       if (const auto* c = std::get_if<Collective>(&t.op)) {
         auto [it, fresh] = u.group_stream.emplace(c->group, int(t.stream));
@@ -206,36 +228,109 @@ void ReplayEngine::scan_exclusive_groups() {
     std::sort(u.peers.begin(), u.peers.end());
     u.peers.erase(std::unique(u.peers.begin(), u.peers.end()), u.peers.end());
   }
+  if (!options_.closed_form_uncontended) return;
   constexpr int64_t kNone = -1, kMany = -2, kP2p = int64_t(1) << 40;
-  std::vector<int64_t> user(ranks_.size(), kNone);  // the one user of each GPU's NVLink links
+  std::vector<int64_t> user(n, kNone);  // the one user of each GPU's NVLink links
   std::vector<uint8_t> multi_stream(groups.size(), 0);
   auto use = [&](int gpu, int64_t who) {
     if (user[gpu] == kNone) user[gpu] = who;
     else if (user[gpu] != who) user[gpu] = kMany;
   };
-  for (const RankState& r : ranks_) {
-    const Usage& u = usage[r.info];
+  for (int rank = 0; rank < n; ++rank) {
+    const ProgramInfo* info = infos_[rank].get();
+    const bool translate = info->program.rank != rank;
+    const Usage& u = usage_[info];
     for (const auto& [g_rep, stream] : u.group_stream) {
-      const GroupId g = r.translate ? schedule_.group_for(r.rank, g_rep) : g_rep;
+      const GroupId g = translate ? schedule_.group_for(rank, g_rep) : g_rep;
       if (g >= groups.size()) continue;
       if (stream < 0) multi_stream[g] = 1;
       for (int m : groups[g].ranks)
-        if (m != r.rank && platform_.same_node(m, r.rank)) {
-          use(r.rank, g);
+        if (m != rank && platform_.same_node(m, rank)) {
+          use(rank, g);
           break;
         }
     }
     for (int p_rep : u.peers) {
-      const int p = r.translate ? schedule_.peer_for(r.rank, p_rep) : p_rep;
-      if (p >= 0 && p < int(ranks_.size()) && platform_.same_node(p, r.rank)) use(r.rank, kP2p), use(p, kP2p);
+      const int p = translate ? schedule_.peer_for(rank, p_rep) : p_rep;
+      if (p >= 0 && p < n && platform_.same_node(p, rank)) use(rank, kP2p), use(p, kP2p);
     }
   }
   for (size_t g = 0; g < groups.size(); ++g) {
     const auto& m = groups[g].ranks;
     bool ok = !m.empty() && !multi_stream[g];
-    for (int r : m) ok = ok && r < int(ranks_.size()) && platform_.same_node(r, m.front()) && user[r] == int64_t(g);
+    for (int r : m) ok = ok && r < n && platform_.same_node(r, m.front()) && user[r] == int64_t(g);
     group_exclusive_[g] = ok;
   }
+}
+
+// Tensor-parallel folding is taken only where every tp lane of a unit provably sees the same
+// timeline: one class program for the whole unit, the unit's tp group closed-form, every other
+// group the unit uses translated lane by lane (lane m's group = lane 0's group shifted by m
+// ranks), every peer a unit's lane 0, and a platform the lanes look alike on (the unit inside one
+// node; its GPUs' NICs a lane permutation cannot tell apart). Then the flows of lane m are lane
+// 0's translated by m ranks through a symmetric fabric, and SimGrid's max-min sharing gives them
+// the same rates; the replay also checks this as it runs (a phase whose lanes' flows do not end
+// together sets SimResult::fold_exact = false and simulate() runs again unfolded).
+int ReplayEngine::choose_fold() {
+  if (!options_.fold_tensor_parallel || !options_.closed_form_uncontended || !options_.share_class_programs) return 1;
+  const int n = schedule_.world_size();
+  const RankGrid& grid = schedule_.grid();
+  const int T = grid.tp();
+  if (T <= 1 || grid.sp() != 1 || grid.size() != n || n % T) return 1;
+  const int gpn = platform_.gpus_per_node(), nics = platform_.nics_per_node();
+  if (gpn % T) return 1;
+  if (nics < gpn) {
+    if (gpn % nics) return 1;
+    const int k = gpn / nics;  // GPUs per NIC
+    if (T % k && k % T) return 1;
+  }
+  const auto& groups = schedule_.groups();
+  std::vector<std::vector<GroupId>> lanes(groups.size());
+  std::vector<uint8_t> internal(groups.size(), 0);
+  for (int b = 0; b < n; b += T) {
+    const ProgramInfo* info = infos_[b].get();
+    for (int m = 1; m < T; ++m)
+      if (infos_[b + m].get() != info || schedule_.representative_of(b + m) != schedule_.representative_of(b)) return 1;
+    const GroupId tg = schedule_.group_of(b, GroupKind::kTp, 0);
+    if (tg >= groups.size() || !group_exclusive_[tg] || int(groups[tg].ranks.size()) != T) return 1;
+    for (int m = 0; m < T; ++m)
+      if (groups[tg].ranks[m] != b + m) return 1;
+    const bool translate = info->program.rank != b;
+    const Usage& u = usage_[info];
+    for (const auto& entry : u.group_stream) {
+      const GroupId g_rep = entry.first;
+      const GroupId g0 = translate ? schedule_.group_for(b, g_rep) : g_rep;
+      if (g0 >= groups.size()) return 1;
+      const auto& r0 = groups[g0].ranks;
+      if (g0 == tg) {
+        for (int m = 1; m < T; ++m)
+          if (schedule_.group_for(b + m, g_rep) != tg) return 1;
+        internal[g0] = 1;
+        continue;
+      }
+      std::vector<GroupId> gl(T);
+      for (int m = 0; m < T; ++m) {
+        gl[m] = schedule_.group_for(b + m, g_rep);
+        if (gl[m] >= groups.size() || groups[gl[m]].ranks.size() != r0.size() ||
+            group_exclusive_[gl[m]] != group_exclusive_[g0])
+          return 1;
+        for (size_t i = 0; i < r0.size(); ++i)
+          if (r0[i] % T || groups[gl[m]].ranks[i] != r0[i] + m) return 1;
+      }
+      if (!lanes[g0].empty() && lanes[g0] != gl) return 1;
+      lanes[g0] = std::move(gl);
+    }
+    for (int p_rep : u.peers) {
+      const int p = translate ? schedule_.peer_for(b, p_rep) : p_rep;
+      if (p < 0 || p >= n || p % T) return 1;
+      for (int m = 1; m < T; ++m)
+        if (schedule_.peer_for(b + m, p_rep) != p + m) return 1;
+    }
+  }
+  for (size_t g = 0; g < groups.size(); ++g)
+    if (internal[g] && !lanes[g].empty()) return 1;
+  lane_groups_ = std::move(lanes);
+  return T;
 }
 
 void ReplayEngine::operator()() {
@@ -254,11 +349,11 @@ void ReplayEngine::operator()() {
     return;
   }
   result_.iteration_time_s = 0;
-  result_.ranks.reserve(ranks_.size());
+  result_.ranks.reserve(ranks_.size() * fold_);
   for (RankState& r : ranks_) {
     account(r, std::max(r.last_t, r.stats.end_s));
     result_.iteration_time_s = std::max(result_.iteration_time_s, r.stats.end_s);
-    result_.ranks.push_back(r.stats);
+    for (int m = 0; m < fold_; ++m) result_.ranks.push_back(r.stats);
   }
   if (result_.oom) result_.iteration_time_s = result_.oom_report.time_s;
 }
@@ -368,7 +463,8 @@ void ReplayEngine::finish_task(RankState& r, TaskId id, double start_s, double e
   --r.remaining;
   r.stats.end_s = std::max(r.stats.end_s, end_s);
   if (options_.record_tasks)
-    result_.tasks.push_back({r.rank, id, r.info->program.tasks[id].stream, start_s, end_s});
+    for (int m = 0; m < fold_; ++m)
+      result_.tasks.push_back({r.rank + m, id, r.info->program.tasks[id].stream, start_s, end_s});
 }
 
 void ReplayEngine::start_task(RankState& r, TaskId id) {
@@ -396,7 +492,7 @@ void ReplayEngine::start_task(RankState& r, TaskId id) {
     account(r, now_);
     if (t.stream == Stream::kCompute) ++r.computing;
     else ++r.offloading;
-    add_timer(now_ + total, kComputeDone, uint32_t(r.rank), id, count);
+    add_timer(now_ + total, kComputeDone, uint32_t(r.unit), id, count);
     return;
   }
   if (const auto* c = std::get_if<Collective>(&t.op)) return issue_collective(r, id, *c);
@@ -446,14 +542,29 @@ uint32_t ReplayEngine::new_op() {
 }
 
 void ReplayEngine::issue_collective(RankState& r, TaskId id, const Collective& c) {
-  const GroupId g = r.translate ? schedule_.group_for(r.rank, c.group) : c.group;
+  GroupId g = c.group;
+  if (r.translate) {
+    if (r.group_map.size() <= c.group) r.group_map.resize(c.group + 1, kNoId);
+    if (r.group_map[c.group] == kNoId) r.group_map[c.group] = schedule_.group_for(r.rank, c.group);
+    g = r.group_map[c.group];
+  }
   if (g >= schedule_.groups().size())
     throw Error("schedule: " + rank_task(r.rank, id) + " names group " + std::to_string(c.group) + " that does not exist");
-  const ProcessGroup& pg = schedule_.group(g);
   uint32_t seq = 0;
   auto it = std::find_if(r.seq.begin(), r.seq.end(), [&](const auto& p) { return p.first == g; });
   if (it == r.seq.end()) r.seq.emplace_back(g, 1);
   else seq = it->second++;
+  if (group_parties_[g] == 1) {  // the whole group is this state (a folded tp group): no matching
+    const uint32_t op = new_op();
+    NetOp& o = ops_[op];
+    o.kind = NetOp::kCollective;
+    o.group = g;
+    o.collective = &c;
+    o.expected = 1;
+    o.bytes = c.bytes;
+    o.parties.push_back({r.unit, id, now_});
+    return launch(op);
+  }
   const uint64_t key = (uint64_t(g) << 32) | seq;
   uint32_t op;
   auto pit = pending_collectives_.find(key);
@@ -463,7 +574,7 @@ void ReplayEngine::issue_collective(RankState& r, TaskId id, const Collective& c
     o.kind = NetOp::kCollective;
     o.group = g;
     o.collective = &c;
-    o.expected = pg.ranks.size();
+    o.expected = group_parties_[g];
     o.bytes = c.bytes;
     pending_collectives_.emplace(key, op);
   } else {
@@ -473,9 +584,9 @@ void ReplayEngine::issue_collective(RankState& r, TaskId id, const Collective& c
       throw Error("schedule: collective #" + std::to_string(seq) + " of group " + std::to_string(g) + " is " +
                   to_string(c.op) + " of " + std::to_string(c.bytes) + " bytes at " + rank_task(r.rank, id) +
                   " but " + to_string(first.op) + " of " + std::to_string(first.bytes) + " bytes at rank " +
-                  std::to_string(ops_[op].parties.front().rank));
+                  std::to_string(ranks_[ops_[op].parties.front().unit].rank));
   }
-  ops_[op].parties.push_back({r.rank, id, now_});
+  ops_[op].parties.push_back({r.unit, id, now_});
   if (ops_[op].parties.size() == ops_[op].expected) {
     pending_collectives_.erase(key);
     launch(op);
@@ -484,7 +595,7 @@ void ReplayEngine::issue_collective(RankState& r, TaskId id, const Collective& c
 
 void ReplayEngine::issue_p2p(RankState& r, TaskId id, const SendRecv& s) {
   const int peer = r.translate ? schedule_.peer_for(r.rank, s.peer) : s.peer;
-  if (peer < 0 || peer >= int(ranks_.size()) || peer == r.rank)
+  if (peer < 0 || peer >= schedule_.world_size() || peer == r.rank)
     throw Error("schedule: " + rank_task(r.rank, id) + " sends to or receives from invalid peer " + std::to_string(peer));
   const int src = s.is_send ? r.rank : peer, dst = s.is_send ? peer : r.rank;
   auto& q = pairs_[(uint64_t(src) << 32) | uint32_t(dst)];
@@ -497,7 +608,7 @@ void ReplayEngine::issue_p2p(RankState& r, TaskId id, const SendRecv& s) {
     o.kind = NetOp::kP2P;
     o.src = src, o.dst = dst, o.bytes = s.bytes, o.tag = s.tag;
     o.expected = 2;
-    o.parties.push_back({r.rank, id, now_});
+    o.parties.push_back({r.unit, id, now_});
     mine.push_back(op);
     return;
   }
@@ -507,10 +618,10 @@ void ReplayEngine::issue_p2p(RankState& r, TaskId id, const SendRecv& s) {
   if (o.bytes != s.bytes || o.tag != s.tag)
     throw Error("schedule: " + rank_task(r.rank, id) + " (" + std::to_string(s.bytes) + " bytes, tag " +
                 std::to_string(s.tag) + ") matches a post of " + std::to_string(o.bytes) + " bytes, tag " +
-                std::to_string(o.tag) + " at rank " + std::to_string(o.parties.front().rank) + " task " +
+                std::to_string(o.tag) + " at rank " + std::to_string(ranks_[o.parties.front().unit].rank) + " task " +
                 std::to_string(o.parties.front().task) + " between ranks " + std::to_string(src) + " -> " +
                 std::to_string(dst));
-  o.parties.push_back({r.rank, id, now_});
+  o.parties.push_back({r.unit, id, now_});
   launch(op);
 }
 
@@ -522,42 +633,65 @@ void ReplayEngine::issue_copy(RankState& r, TaskId id, const Copy& c) {
   o.bytes = c.bytes;
   o.direction = c.direction;
   o.expected = 1;
-  o.parties.push_back({r.rank, id, now_});
+  o.parties.push_back({r.unit, id, now_});
   launch(op);
 }
 
 void ReplayEngine::launch(uint32_t op) {
   NetOp& o = ops_[op];
   for (const Party& p : o.parties) {
-    RankState& r = ranks_[p.rank];
+    RankState& r = ranks_[p.unit];
     account(r, now_);
     if (o.kind == NetOp::kCopy) ++r.offloading;
     else ++r.communicating;
   }
   o.phase = 0;
+  // Folded: everything but the unit's own tp group moves the data of every lane.
+  o.lanes = fold_ > 1 && (o.kind != NetOp::kCollective || !lane_groups_[o.group].empty()) ? uint32_t(fold_) : 1;
   if (o.kind == NetOp::kCollective) {
-    ++result_.collectives;
+    result_.collectives += o.lanes;
     const Collective& c = *o.collective;
     const auto& members = schedule_.group(o.group).ranks;
     if (members.size() <= 1 || c.bytes <= 0) return add_timer(now_, kNetOpPhaseDone, op, 1);
-    const TunedCollective tune = tuner_.choose(c.op, members, double(c.bytes));
-    o.cost = tune.cost;
-    auto key = std::make_tuple(o.group, int(c.op), double(c.bytes), c.root,
-                               int(tune.algorithm) * 2 + int(options_.granularity));
-    auto& plan = plans_[key];
-    if (!plan)
-      plan = std::make_shared<CollectivePlan>(plan_collective(c.op, members, std::max(0, c.root), double(c.bytes),
-                                                              tune.algorithm, options_.granularity, fabric_));
-    o.plan = plan;
-    if (group_exclusive_[o.group]) {
-      ++result_.closed_form_collectives;
-      return add_timer(now_ + uncontended_time(*plan, fabric_, o.cost), kNetOpPhaseDone, op, 1);
+    // Tuning, plans and the closed-form time depend only on (group, op, bytes, root): computed once.
+    auto& entry = collective_cache_[CollectiveKey{o.group, uint8_t(c.op), c.root, c.bytes}];
+    if (!entry.plan) {
+      const TunedCollective tune = tuner_.choose(c.op, members, double(c.bytes));
+      entry.cost = tune.cost;
+      auto plan = std::make_shared<CollectivePlan>(plan_collective(c.op, members, std::max(0, c.root), double(c.bytes),
+                                                                   tune.algorithm, options_.granularity, fabric_));
+      if (group_exclusive_[o.group]) entry.closed_form_s = uncontended_time(*plan, fabric_, entry.cost);
+      if (o.lanes > 1 && !group_exclusive_[o.group]) {
+        auto m = std::make_shared<CollectivePlan>(*plan);
+        for (uint32_t lane = 1; lane < o.lanes; ++lane) {
+          const CollectivePlan p = plan_collective(c.op, schedule_.group(lane_groups_[o.group][lane]).ranks,
+                                                   std::max(0, c.root), double(c.bytes), tune.algorithm,
+                                                   options_.granularity, fabric_);
+          if (p.phases.size() != m->phases.size()) throw Error("sim: internal: tensor-parallel lanes plan differently", 1);
+          for (size_t i = 0; i < p.phases.size(); ++i)
+            m->phases[i].flows.insert(m->phases[i].flows.end(), p.phases[i].flows.begin(), p.phases[i].flows.end());
+        }
+        plan = std::move(m);
+      }
+      entry.plan = std::move(plan);
     }
+    o.cost = entry.cost;
+    if (group_exclusive_[o.group]) {  // every lane's group is exclusive too (choose_fold)
+      result_.closed_form_collectives += o.lanes;
+      return add_timer(now_ + entry.closed_form_s, kNetOpPhaseDone, op, 1);
+    }
+    o.plan = entry.plan;
   } else if (o.kind == NetOp::kP2P) {
     if (o.bytes <= 0) return add_timer(now_, kNetOpPhaseDone, op, 1);
     const TunedCollective tune = tuner_.choose_p2p(o.src, o.dst, double(o.bytes));
     o.cost = tune.cost;
-    o.plan = std::make_shared<CollectivePlan>(plan_p2p(o.src, o.dst, double(o.bytes)));
+    auto plan = std::make_shared<CollectivePlan>(plan_p2p(o.src, o.dst, double(o.bytes)));
+    for (uint32_t lane = 1; lane < o.lanes; ++lane) {
+      const CollectivePlan p = plan_p2p(o.src + int(lane), o.dst + int(lane), double(o.bytes));
+      for (size_t i = 0; i < p.phases.size(); ++i)
+        plan->phases[i].flows.insert(plan->phases[i].flows.end(), p.phases[i].flows.begin(), p.phases[i].flows.end());
+    }
+    o.plan = std::move(plan);
   } else {
     if (o.bytes <= 0 || o.direction == CopyDirection::kD2D) return add_timer(now_, kNetOpPhaseDone, op, 1);
     auto plan = std::make_shared<CollectivePlan>();
@@ -570,24 +704,43 @@ void ReplayEngine::launch(uint32_t op) {
 void ReplayEngine::start_phase(uint32_t op) {
   NetOp& o = ops_[op];
   if (o.kind == NetOp::kCopy) {
-    sg::Host* gpu = platform_.pcie(o.src);
-    sg::Host* cpu = platform_.cpu_of(o.src);
     const bool h2d = o.direction == CopyDirection::kH2D;
-    active_.push_back(sg::Comm::sendto_async(h2d ? cpu : gpu, h2d ? gpu : cpu, uint64_t(o.bytes)));
-    active_op_.push_back(op);
-    o.outstanding = 1;
-    ++result_.flows;
+    o.shadows.clear();
+    for (uint32_t lane = 0; lane < o.lanes; ++lane) {
+      sg::Host* gpu = platform_.pcie(o.src + int(lane));
+      sg::Host* cpu = platform_.cpu_of(o.src + int(lane));
+      sg::CommPtr c = sg::Comm::sendto_async(h2d ? cpu : gpu, h2d ? gpu : cpu, uint64_t(o.bytes));
+      if (lane) {
+        o.shadows.push_back(std::move(c));
+        continue;
+      }
+      active_.push_back(std::move(c));
+      active_op_.push_back(op);
+      active_slot_.push_back(0);
+    }
+    o.outstanding = o.lanes;
+    o.lane_flows = 1;
+    result_.flows += o.lanes;
     return;
   }
   const CommPhase& p = o.plan->phases[o.phase];
   if (p.flows.empty()) return phase_flows_done(op);
+  o.lane_flows = uint32_t(p.flows.size() / o.lanes);
+  o.shadows.clear();
+  uint32_t slot = 0;
   for (const Flow& f : p.flows) {
     sg::Host *a, *b;
     if (platform_.same_node(f.src, f.dst)) a = platform_.nvl(f.src), b = platform_.nvl(f.dst);
     else a = platform_.nic_of(f.src), b = platform_.nic_of(f.dst);
     const double bytes = f.bytes / o.cost.efficiency;
-    active_.push_back(sg::Comm::sendto_async(a, b, uint64_t(std::max(1.0, std::llround(bytes) * 1.0))));
+    sg::CommPtr c = sg::Comm::sendto_async(a, b, uint64_t(std::max(1.0, std::llround(bytes) * 1.0)));
+    if (slot++ >= o.lane_flows) {
+      o.shadows.push_back(std::move(c));
+      continue;
+    }
+    active_.push_back(std::move(c));
     active_op_.push_back(op);
+    active_slot_.push_back(slot - 1);
   }
   o.outstanding = uint32_t(p.flows.size());
   result_.flows += p.flows.size();
@@ -613,11 +766,34 @@ void ReplayEngine::phase_flows_done(uint32_t op) {
 
 void ReplayEngine::on_flow_done(size_t index) {
   const uint32_t op = active_op_[index];
+  const uint32_t slot = active_slot_[index];
   active_[index] = std::move(active_.back());
   active_.pop_back();
   active_op_[index] = active_op_.back();
   active_op_.pop_back();
-  if (--ops_[op].outstanding == 0) phase_flows_done(op);
+  active_slot_[index] = active_slot_.back();
+  active_slot_.pop_back();
+  NetOp& o = ops_[op];
+  if (o.lanes > 1 && !(slot & kLateFlow)) {
+    // Lane 0's flow ended: every other lane's flow in this slot must have ended at the same time
+    // (choose_fold). One that is still running is waited for, one that ended earlier is only
+    // noted: either way the run is not exact and simulate() runs it again unfolded.
+    const double t = sg::Engine::get_clock();
+    for (uint32_t lane = 1; lane < o.lanes; ++lane) {
+      sg::CommPtr& c = o.shadows[(lane - 1) * o.lane_flows + slot];
+      if (c->test()) {
+        if (c->get_finish_time() != t) result_.fold_exact = false;
+        --o.outstanding;
+      } else {
+        result_.fold_exact = false;
+        active_.push_back(std::move(c));
+        active_op_.push_back(op);
+        active_slot_.push_back(slot | kLateFlow);
+      }
+      c = nullptr;
+    }
+  }
+  if (--o.outstanding == 0) phase_flows_done(op);
 }
 
 void ReplayEngine::complete_op(uint32_t op) {
@@ -627,19 +803,28 @@ void ReplayEngine::complete_op(uint32_t op) {
   ops_[op].plan.reset();
   free_ops_.push_back(op);
   for (const Party& p : parties) {
-    RankState& r = ranks_[p.rank];
+    RankState& r = ranks_[p.unit];
     account(r, now_);
     if (copy) --r.offloading;
     else --r.communicating;
     r.busy &= ~(1u << static_cast<int>(r.info->program.tasks[p.task].stream));
     finish_task(r, p.task, p.issued_s, now_);
   }
-  for (const Party& p : parties) pump(p.rank);
+  for (const Party& p : parties) pump(p.unit);
 }
 
 void ReplayEngine::memory_event(RankState& r, const Task& t, bool alloc) {
-  const BufferId id = alloc ? std::get<Alloc>(t.op).buffer : std::get<Free>(t.op).buffer;
   const uint32_t idx = r.info->task_buffer[t.id];
+  const int64_t fast = r.info->device_bytes[idx];  // > 0: a device buffer (compact copy of Buffer)
+  if (fast > 0 && alloc != bool(r.live[idx]) && (!alloc || hbm_bytes_ <= 0 || r.device_bytes + fast <= hbm_bytes_)) {
+    r.live[idx] = alloc;
+    r.device_bytes += alloc ? fast : -fast;
+    r.stats.peak_device_bytes = std::max(r.stats.peak_device_bytes, r.device_bytes);
+    if (options_.record_memory)
+      for (int m = 0; m < fold_; ++m) result_.memory.push_back({r.rank + m, now_, r.device_bytes, r.host_bytes});
+    return;
+  }
+  const BufferId id = alloc ? std::get<Alloc>(t.op).buffer : std::get<Free>(t.op).buffer;
   const Buffer& b = r.info->program.buffers[idx];
   if (b.is_view() || b.placement == Placement::kNvme) return;
   if (alloc == bool(r.live[idx]))
@@ -666,7 +851,7 @@ void ReplayEngine::memory_event(RankState& r, const Task& t, bool alloc) {
     r.stats.peak_device_bytes = std::max(r.stats.peak_device_bytes, r.device_bytes);
   } else {
     const int64_t cap = static_cast<int64_t>(cl.host_memory_gib * 1073741824.0);
-    if (alloc && cap > 0 && node_host_bytes_[node] + b.bytes > cap) {
+    if (alloc && cap > 0 && node_host_bytes_[node] + fold_ * b.bytes > cap) {
       r.live[idx] = 0;
       OomReport& o = result_.oom_report;
       o.rank = r.rank, o.time_s = now_, o.host = true, o.buffer = b.name;
@@ -678,11 +863,12 @@ void ReplayEngine::memory_event(RankState& r, const Task& t, bool alloc) {
       std::stable_sort(o.live.begin(), o.live.end(), [](const LiveBuffer& a, const LiveBuffer& b) { return a.bytes > b.bytes; });
       throw Oom{};
     }
-    node_host_bytes_[node] += delta;
+    node_host_bytes_[node] += fold_ * delta;
     r.host_bytes += delta;
     r.stats.peak_host_bytes = std::max(r.stats.peak_host_bytes, r.host_bytes);
   }
-  if (options_.record_memory) result_.memory.push_back({r.rank, now_, r.device_bytes, r.host_bytes});
+  if (options_.record_memory)
+    for (int m = 0; m < fold_; ++m) result_.memory.push_back({r.rank + m, now_, r.device_bytes, r.host_bytes});
 }
 
 }  // namespace tandem::sim

@@ -14,6 +14,14 @@
 // n-th send a->b meets the n-th receive at b from a and moves once both are posted. Alloc and
 // Free take no time and are accounted per device (host placement: per node); an allocation that
 // does not fit stops the simulation with an OomReport.
+//
+// Tensor-parallel folding (SimOptions::fold_tensor_parallel, docs/sim.md): when the tp ranks of
+// every (dp, pp) coordinate run one class program, their tensor-parallel group is closed-form
+// (exclusive NVLink ports) and the platform treats the tp lanes alike, the replay keeps ONE state
+// per tp group (a "unit"). Compute, memory and the tp group's collectives happen once; every p2p,
+// copy and collective of a group spanning units still launches the flows of all tp lanes (lane m
+// of a unit talks to lane m of its peers), so all contending traffic is in SimGrid. Ranks of a
+// unit get the unit's timings and statistics.
 #pragma once
 
 #include <array>
@@ -51,7 +59,7 @@ class ReplayEngine {
   struct RankState;
   struct NetOp;
   struct Party {
-    int32_t rank;
+    int32_t unit;  // index in ranks_ (the rank itself unless folded)
     TaskId task;
     double issued_s;
   };
@@ -68,6 +76,8 @@ class ReplayEngine {
   void prepare();
   std::shared_ptr<ProgramInfo> analyse(Program program) const;
   void scan_exclusive_groups();
+  int choose_fold();
+  int unit_of(int rank) const { return rank / fold_; }
   void run_loop();
   void pump(int rank);
   bool deps_done(const RankState& r, const Task& t) const;
@@ -98,6 +108,15 @@ class ReplayEngine {
   std::vector<std::shared_ptr<ProgramInfo>> infos_;  // by rank (shared within a class)
   std::vector<RankState> ranks_;
   std::vector<uint8_t> group_exclusive_;  // by group id: closed form allowed
+  // Usage of groups and peers by each distinct program (filled by scan_exclusive_groups).
+  struct Usage {
+    std::map<GroupId, int> group_stream;  // -1: several streams
+    std::vector<int> peers;               // sorted, unique
+  };
+  std::map<const ProgramInfo*, Usage> usage_;
+  int fold_ = 1;                                   // ranks per replayed state (tp lanes)
+  std::vector<uint32_t> group_parties_;            // by group: states that must issue a collective
+  std::vector<std::vector<GroupId>> lane_groups_;  // by lane-0 group: its group in every lane
 
   std::vector<NetOp> ops_;
   std::vector<uint32_t> free_ops_;
@@ -105,13 +124,33 @@ class ReplayEngine {
   struct PairQueue;
   std::unordered_map<uint64_t, std::unique_ptr<PairQueue>> pairs_;  // (src, dst) -> pending posts
 
-  std::map<std::tuple<GroupId, int, double, int, int>, std::shared_ptr<const CollectivePlan>> plans_;
+  struct CollectiveKey {
+    GroupId group;
+    uint8_t op;
+    int32_t root;
+    int64_t bytes;
+    bool operator==(const CollectiveKey&) const = default;
+  };
+  struct CollectiveKeyHash {
+    size_t operator()(const CollectiveKey& k) const {
+      return std::hash<uint64_t>()((uint64_t(k.group) << 40) ^ (uint64_t(k.op) << 32) ^ uint64_t(uint32_t(k.root)) ^
+                                   (uint64_t(k.bytes) * 0x9e3779b97f4a7c15ull));
+    }
+  };
+  struct CollectiveEntry {
+    ProtocolCost cost;
+    std::shared_ptr<const CollectivePlan> plan;  // folded lane groups: every lane's flows
+    double closed_form_s = 0;                    // exclusive groups
+  };
+  std::unordered_map<CollectiveKey, CollectiveEntry, CollectiveKeyHash> collective_cache_;
   std::vector<int64_t> node_host_bytes_;
+  int64_t hbm_bytes_ = 0;
 
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
   uint64_t timer_seq_ = 0;
   std::vector<simgrid::s4u::CommPtr> active_;
   std::vector<uint32_t> active_op_;
+  std::vector<uint32_t> active_slot_;  // the flow's slot in its lane (folded ops)
   double now_ = 0;
   double offset_ = 0;  // now_ = SimGrid clock + offset_ (time jumps while no flow is in flight)
 

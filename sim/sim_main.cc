@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
       ("ideal-network", "links at datasheet bandwidth, no protocol costs (alpha-beta closed forms)")
       ("calibration", po::value(&calibration_path), "measured kernel times (kernel, dtype, dims, time_us TSV)")
       ("reserved-gib", po::value(&reserved_gib), "device memory held before the first allocation (CUDA context, NCCL)")
-      ("no-shortcuts", "simulate without closed forms, compute fusion or shared class programs")
+      ("no-shortcuts", "simulate without closed forms, compute fusion, shared class programs or tensor-parallel folding")
       ("scenario", po::value(&scenario_path), "scenario file");
   po::positional_options_description pos;
   pos.add("scenario", 1);
@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
       o.calibration = std::make_shared<sim::CalibrationTable>(sim::CalibrationTable::load(calibration_path));
     if (reserved_gib < 0) throw Error("--reserved-gib: expected a non-negative size");
     o.reserved_device_bytes = static_cast<int64_t>(reserved_gib * 1073741824.0);
-    if (vm.count("no-shortcuts")) o.closed_form_uncontended = o.fuse_compute = o.share_class_programs = false;
+    if (vm.count("no-shortcuts"))
+      o.closed_form_uncontended = o.fuse_compute = o.share_class_programs = o.fold_tensor_parallel = false;
     o.record_tasks = o.record_memory = !trace_path.empty() || !timeline_path.empty();
 
     Schedule schedule(load_scenario(scenario_path, sets));

@@ -144,7 +144,7 @@ void write_json(std::ostream& out, const Schedule& schedule, const SimResult& r)
   }
   out << ", \"simulator\": {\"flows\": " << r.flows << ", \"collectives\": " << r.collectives
       << ", \"closed_form_collectives\": " << r.closed_form_collectives << ", \"events\": " << r.events
-      << ", \"programs_generated\": " << r.programs_generated << "}}\n";
+      << ", \"programs_generated\": " << r.programs_generated << ", \"ranks_per_replayed_state\": " << r.fold << "}}\n";
 }
 
 }  // namespace tandem::sim

@@ -1,5 +1,6 @@
 #include "sim/simulation.h"
 
+#include <malloc.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +24,8 @@ namespace tandem::sim {
 namespace sg = simgrid::s4u;
 
 namespace {
+
+SimResult simulate_isolated(const Schedule& schedule, const SimOptions& options);
 
 SimResult run_here(const Schedule& schedule, const SimOptions& options) {
   static bool used = false;
@@ -148,6 +151,8 @@ void encode(Writer& w, const SimResult& r) {
   w.pod(r.slowest_rank);
   for (uint64_t v : {r.flows, r.collectives, r.closed_form_collectives, r.events}) w.pod(v);
   w.pod(r.programs_generated);
+  w.pod(r.fold);
+  w.pod(r.fold_exact);
 }
 
 void decode(Reader& rd, SimResult& r) {
@@ -176,6 +181,8 @@ void decode(Reader& rd, SimResult& r) {
   rd.pod(r.slowest_rank);
   for (uint64_t* v : {&r.flows, &r.collectives, &r.closed_form_collectives, &r.events}) rd.pod(*v);
   rd.pod(r.programs_generated);
+  rd.pod(r.fold);
+  rd.pod(r.fold_exact);
 }
 
 bool write_all(int fd, const char* p, size_t n) {
@@ -192,6 +199,20 @@ bool write_all(int fd, const char* p, size_t n) {
 
 SimResult simulate(const Schedule& schedule, const SimOptions& options) {
   if (!options.isolate) return run_here(schedule, options);
+  SimResult r = simulate_isolated(schedule, options);
+  if (!r.fold_exact) {
+    // A folded replay whose tp lanes' flows did not end together: not provably exact, run again
+    // with every rank replayed (docs/sim.md).
+    SimOptions unfolded = options;
+    unfolded.fold_tensor_parallel = false;
+    r = simulate_isolated(schedule, unfolded);
+  }
+  return r;
+}
+
+namespace {
+
+SimResult simulate_isolated(const Schedule& schedule, const SimOptions& options) {
   std::fflush(nullptr);  // or the child would write the parent's pending output a second time
   int fds[2];
   if (::pipe(fds) != 0) throw Error(std::string("sim: pipe: ") + std::strerror(errno), 1);
@@ -201,6 +222,11 @@ SimResult simulate(const Schedule& schedule, const SimOptions& options) {
     // Child: simulate, send back status byte (0 result, 1 error) and payload, and leave without
     // running the parent's atexit handlers or destructors (_exit is the only exit a fork child may take).
     ::close(fds[0]);
+    // Keep freed memory in the heap: program generation allocates and frees many small vectors,
+    // and returning them to the kernel costs page faults when they are allocated again. The child
+    // is short-lived, so nothing else pays for the larger heap.
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
     Writer w;
     try {
       SimResult r = run_here(schedule, options);
@@ -252,5 +278,7 @@ SimResult simulate(const Schedule& schedule, const SimOptions& options) {
   decode(rd, r);
   return r;
 }
+
+}  // namespace
 
 }  // namespace tandem::sim

@@ -44,6 +44,9 @@ struct SimOptions {
   bool closed_form_uncontended = true;  // closed-form time for collectives whose links nothing else uses
   bool fuse_compute = true;             // consecutive compute tasks nothing else waits on: one event
   bool share_class_programs = true;     // generate one program per rank class
+  // Replay the tp ranks of one (dp, pp) coordinate as one state where that is provably exact
+  // (sim/replay_engine.h, docs/sim.md); needs the two shortcuts above.
+  bool fold_tensor_parallel = true;
 
   // What to keep besides the summary.
   bool record_tasks = false;   // every task's start and end (for --trace / --timeline)
@@ -118,6 +121,8 @@ struct SimResult {
   uint64_t closed_form_collectives = 0;
   uint64_t events = 0;
   int programs_generated = 0;
+  int fold = 1;             // ranks replayed per state (tensor-parallel folding; 1: none)
+  bool fold_exact = true;   // folded lanes' flows all ended together (else simulate() reruns unfolded)
 };
 
 // Throws Error on bad input (a schedule that cannot run: mismatched collectives or p2p, a

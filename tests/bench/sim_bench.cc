@@ -1,4 +1,5 @@
-// Wall time and peak memory of simulating one full training iteration with every rank replayed.
+// Wall time and peak memory of simulating one full training iteration with every rank simulated
+// (tensor-parallel groups folded into one replayed state where exact, docs/sim.md; every flow kept).
 //   BM_Gpt3_175B_1024:  GPT-3 175B, t8 p16 d8, global batch 1536, 1024 A100 GPUs (issue target:
 //                       <= 10 s wall on one core, <= 4 GiB peak memory)
 //   BM_Gpt3_Scaling/N:  the same model and layout (t8, p16; p8 at 64 GPUs) with 192 micro-batches

@@ -10,6 +10,13 @@ cmp "$tmp/a.out" "$tmp/b.out"
 cmp "$tmp/a.pb" "$tmp/b.pb"
 cmp "$tmp/a.json" "$tmp/b.json"
 grep -q '"iteration_time_s"' "$tmp/a.out"
+# The same with tensor-parallel groups folded (one tp group per node): still byte-identical.
+fold_args="--set cluster.gpus=8 --set cluster.gpus_per_node=2 --set strategy.tp=2 --set strategy.pp=2 --set strategy.global_batch=16"
+"$bin" "$src/scenarios/tiny-gpt.textproto" $fold_args --json --trace "$tmp/c.pb" > "$tmp/c.out"
+"$bin" "$src/scenarios/tiny-gpt.textproto" $fold_args --json --trace "$tmp/d.pb" > "$tmp/d.out"
+grep -q '"ranks_per_replayed_state": 2' "$tmp/c.out"
+cmp "$tmp/c.out" "$tmp/d.out"
+cmp "$tmp/c.pb" "$tmp/d.pb"
 # GPT-3 175B on one node: 175e9 parameters / 8 GPUs with fp32 master and Adam state alone is
 # 16 bytes * 21.9e9 = 350 GB per GPU, far above 80 GiB.
 rc=0

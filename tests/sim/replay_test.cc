@@ -253,6 +253,80 @@ TEST(Shortcuts, SharedClassProgramsGiveTheSameTimes) {
   for (size_t i = 0; i < a.tasks.size(); ++i) EXPECT_EQ(a.tasks[i].end_s, b.tasks[i].end_s) << i;
 }
 
+// Tensor-parallel folding (one replayed state per tp group) against every rank replayed, on
+// generated schedules where it applies: the same iteration time, the same timing of every task of
+// every rank, the same per-rank statistics.
+void expect_folding_exact(const std::vector<std::string>& sets, int fold, const SimOptions& base = {}) {
+  Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
+  SimOptions folded = base;
+  folded.record_tasks = folded.record_memory = true;
+  SimOptions unfolded = folded;
+  unfolded.fold_tensor_parallel = false;
+  SimOptions none = unfolded;
+  none.closed_form_uncontended = none.fuse_compute = none.share_class_programs = false;
+  const SimResult a = simulate(s, folded), b = simulate(s, unfolded), c = simulate(s, none);
+  EXPECT_EQ(a.fold, fold);
+  EXPECT_TRUE(a.fold_exact);
+  EXPECT_EQ(b.fold, 1);
+  EXPECT_EQ(c.fold, 1);
+  EXPECT_LT(a.events, b.events);
+  EXPECT_EQ(a.flows, b.flows);  // every lane's traffic is still simulated
+  EXPECT_EQ(a.collectives, b.collectives);
+  EXPECT_NEAR(a.iteration_time_s, b.iteration_time_s, 1e-9 * b.iteration_time_s);
+  EXPECT_NEAR(a.iteration_time_s, c.iteration_time_s, 1e-9 * c.iteration_time_s);
+  ASSERT_EQ(a.tasks.size(), b.tasks.size());
+  for (size_t i = 0; i < a.tasks.size(); ++i) {
+    ASSERT_EQ(a.tasks[i].rank, b.tasks[i].rank);
+    ASSERT_EQ(a.tasks[i].task, b.tasks[i].task);
+    EXPECT_NEAR(a.tasks[i].start_s, b.tasks[i].start_s, 1e-9 * b.iteration_time_s) << i;
+    EXPECT_NEAR(a.tasks[i].end_s, b.tasks[i].end_s, 1e-9 * b.iteration_time_s) << i;
+  }
+  ASSERT_EQ(a.ranks.size(), b.ranks.size());
+  for (size_t r = 0; r < a.ranks.size(); ++r) {
+    EXPECT_EQ(a.ranks[r].peak_device_bytes, b.ranks[r].peak_device_bytes) << r;
+    EXPECT_EQ(a.ranks[r].peak_host_bytes, b.ranks[r].peak_host_bytes) << r;
+    EXPECT_NEAR(a.ranks[r].compute_s, b.ranks[r].compute_s, 1e-9 * b.iteration_time_s) << r;
+    EXPECT_NEAR(a.ranks[r].exposed_comm_s, b.ranks[r].exposed_comm_s, 1e-9 * b.iteration_time_s) << r;
+    EXPECT_NEAR(a.ranks[r].idle_s, b.ranks[r].idle_s, 1e-9 * b.iteration_time_s) << r;
+  }
+  ASSERT_EQ(a.memory.size(), b.memory.size());
+  for (size_t i = 0; i < a.memory.size(); ++i) {
+    EXPECT_EQ(a.memory[i].rank, b.memory[i].rank);
+    EXPECT_EQ(a.memory[i].device_bytes, b.memory[i].device_bytes);
+  }
+}
+
+TEST(Shortcuts, TensorParallelFoldingGivesTheUnfoldedTimes) {
+  // dp 2 x tp 2 x pp 2 with two GPUs per node: each node holds one tp group, whose NVLink ports
+  // carry nothing else, so the tp all-reduces are closed-form and the pipeline and gradient
+  // traffic crosses the NICs.
+  expect_folding_exact({"cluster.gpus=8", "cluster.gpus_per_node=2", "strategy.tp=2", "strategy.pp=2",
+                        "strategy.global_batch=16"},
+                       2);
+}
+
+TEST(Shortcuts, TensorParallelFoldingUnderContention) {
+  // tp 4 on nodes of 4 GPUs with ONE NIC each: the four lanes of a unit share their node's NIC,
+  // and leaves of one node with a 2:1 oversubscribed uplink add a second shared bottleneck, so
+  // pipeline messages and gradient all-reduces of all lanes and replicas contend.
+  SimOptions o;
+  o.fabric.nodes_per_leaf = 1;
+  expect_folding_exact({"cluster.gpus=16", "cluster.gpus_per_node=4", "cluster.nics_per_node=1",
+                        "cluster.oversubscription=2", "strategy.tp=4", "strategy.pp=2", "strategy.global_batch=32"},
+                       4, o);
+}
+
+TEST(Shortcuts, TensorParallelFoldingOnlyWhereExact) {
+  // Two tp groups and a pipeline neighbour per node: the tp groups' NVLink ports also carry
+  // pipeline messages, so their all-reduces are not closed-form and nothing is folded.
+  Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto",
+                           {"cluster.gpus=8", "cluster.gpus_per_node=4", "strategy.tp=2", "strategy.pp=2",
+                            "strategy.global_batch=16"}));
+  EXPECT_EQ(simulate(s, {}).fold, 1);
+  // A hand-written schedule has no tensor-parallel grid: nothing is folded.
+  EXPECT_EQ(simulate(mixed_schedule(), {}).fold, 1);
+}
+
 TEST(Determinism, SameInputSameOutputBitForBit) {
   Schedule s = mixed_schedule();
   SimOptions o;
