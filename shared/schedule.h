@@ -136,6 +136,9 @@ struct Compute {
   double matmul_flops() const;
   // Bytes read and written from device memory, for the roofline.
   double bytes_moved() const;
+  // dims without the entries that only say where (a data sample offset, a vocabulary shard's
+  // first row): tasks with equal shape_dims do the same work. Calibration keys on it.
+  std::array<int64_t, 6> shape_dims() const;
 };
 
 enum class CollectiveOp : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kReduce };

@@ -109,6 +109,22 @@ double Compute::matmul_flops() const {
   }
 }
 
+std::array<int64_t, 6> Compute::shape_dims() const {
+  std::array<int64_t, 6> d = dims;
+  switch (kernel) {
+    case Kernel::kData: d[0] = 0; break;
+    case Kernel::kEmbedding:
+    case Kernel::kEmbeddingBwd: d[3] = 0; break;
+    case Kernel::kCrossEntropyMax:
+    case Kernel::kCrossEntropySumExp:
+    case Kernel::kCrossEntropyTarget:
+    case Kernel::kCrossEntropyLoss:
+    case Kernel::kCrossEntropyBwd: d[2] = 0; break;
+    default: break;
+  }
+  return d;
+}
+
 double Compute::bytes_moved() const {
   const double e = dtype_bytes(dtype);
   const auto& d = dims;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "shared/error.h"
+#include "traces/calibration/calibration_profile.h"
 
 namespace tandem::sim {
 
@@ -26,6 +27,17 @@ bool dtype_from_name(const std::string& s, DType* t) {
 }  // namespace
 
 CalibrationTable CalibrationTable::load(const std::string& path) {
+  // A profile written by `tandem calibrate` (protobuf), or a hand-written TSV table.
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".pb") == 0) {
+    CalibrationTable t;
+    const proto::CalibrationProfile profile = read_calibration(path);
+    for (const proto::KernelTime& k : profile.kernels()) {
+      std::array<int64_t, 6> dims{};
+      for (int i = 0; i < 6; ++i) dims[i] = k.dims(i);
+      t.add(static_cast<Kernel>(k.kernel()), static_cast<DType>(k.dtype()), dims, k.median_s());
+    }
+    return t;
+  }
   std::ifstream in(path);
   if (!in) throw Error(path + ": cannot open calibration table");
   CalibrationTable t;
@@ -64,7 +76,7 @@ CalibrationTable CalibrationTable::load(const std::string& path) {
       throw bad("bad time '" + time_s + "'");
     }
     if (!(us >= 0)) throw bad("negative time");
-    t.add(k, d, dims, us * 1e-6);
+    t.add(k, d, Compute{k, d, Phase::kForward, 0, -1, -1, dims, {}, {}}.shape_dims(), us * 1e-6);
   }
   return t;
 }
@@ -74,7 +86,7 @@ void CalibrationTable::add(Kernel k, DType t, const std::array<int64_t, 6>& dims
 }
 
 double CalibrationTable::find(const Compute& c) const {
-  auto it = table_.find({static_cast<int>(c.kernel), static_cast<int>(c.dtype), c.dims});
+  auto it = table_.find({static_cast<int>(c.kernel), static_cast<int>(c.dtype), c.shape_dims()});
   return it == table_.end() ? -1.0 : it->second;
 }
 

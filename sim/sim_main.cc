@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
       ("algorithm", po::value(&algorithm), "collective algorithm: auto (NCCL-like tuning), ring or tree")
       ("protocol", po::value(&protocol), "NCCL protocol: auto, LL, LL128 or Simple")
       ("ideal-network", "links at datasheet bandwidth, no protocol costs (alpha-beta closed forms)")
-      ("calibration", po::value(&calibration_path), "measured kernel times (kernel, dtype, dims, time_us TSV)")
+      ("calibration", po::value(&calibration_path), "measured kernel times: a profile from tandem calibrate (.pb) or a TSV (kernel, dtype, dims, time_us)")
       ("reserved-gib", po::value(&reserved_gib), "device memory held before the first allocation (CUDA context, NCCL)")
       ("no-shortcuts", "simulate without closed forms, compute fusion, shared class programs or tensor-parallel folding")
       ("scenario", po::value(&scenario_path), "scenario file");

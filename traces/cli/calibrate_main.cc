@@ -1,0 +1,52 @@
+// tandem calibrate TRACE SCENARIO [--set k=v ...] -o PROFILE: the median measured time of each
+// kernel and collective shape of a measured trace (traces/calibration/calibration_profile.h), for
+// `tandem sim --calibration PROFILE`. The scenario (with the same --set) names the schedule the
+// trace was measured on; its digest must match the trace's.
+#include <iostream>
+
+#include <boost/program_options.hpp>
+
+#include "shared/error.h"
+#include "traces/calibration/calibration_profile.h"
+#include "traces/trace_io.h"
+
+namespace po = boost::program_options;
+
+int main(int argc, char** argv) {
+  po::options_description opts("tandem calibrate TRACE SCENARIO [--set k=v ...] -o PROFILE");
+  opts.add_options()("help,h", "show this help")("output,o", po::value<std::string>(), "the profile to write")(
+      "set", po::value<std::vector<std::string>>()->composing(), "the overrides the trace was measured with")(
+      "args", po::value<std::vector<std::string>>(), "TRACE SCENARIO");
+  po::positional_options_description pos;
+  pos.add("args", 2);
+  try {
+    po::variables_map vm;
+    po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+      std::cout << opts;
+      return 0;
+    }
+    if (!vm.count("args") || vm["args"].as<std::vector<std::string>>().size() != 2 || !vm.count("output")) {
+      std::cerr << "tandem calibrate: needs TRACE SCENARIO and -o PROFILE\n" << opts;
+      return 2;
+    }
+    const auto& args = vm["args"].as<std::vector<std::string>>();
+    std::vector<std::string> sets;
+    if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
+    tandem::Schedule schedule(tandem::load_scenario(args[1], sets));
+    tandem::proto::CalibrationProfile prof = tandem::make_calibration(schedule, tandem::read_trace(args[0]));
+    const std::string out = vm["output"].as<std::string>();
+    tandem::write_calibration(prof, out);
+    std::cout << "tandem calibrate: " << prof.kernels_size() << " kernel shapes and " << prof.collectives_size()
+              << " collective shapes from " << args[0] << " (" << prof.backend() << ", " << prof.machine()
+              << ") -> " << out << "\n";
+    return 0;
+  } catch (const po::error& e) {
+    std::cerr << "tandem calibrate: " << e.what() << "\n";
+    return 2;
+  } catch (const tandem::Error& e) {
+    std::cerr << "tandem calibrate: " << e.what() << "\n";
+    return e.exit_code();
+  }
+}
