@@ -36,6 +36,9 @@ CalibrationTable CalibrationTable::load(const std::string& path) {
       for (int i = 0; i < 6; ++i) dims[i] = k.dims(i);
       t.add(static_cast<Kernel>(k.kernel()), static_cast<DType>(k.dtype()), dims, k.median_s());
     }
+    for (const proto::CollectiveTime& c : profile.collectives())
+      t.add_collective(static_cast<CollectiveOp>(c.op()), static_cast<GroupKind>(c.group_kind()),
+                       int(c.group_size()), c.bytes(), c.median_s());
     return t;
   }
   std::ifstream in(path);
@@ -83,6 +86,16 @@ CalibrationTable CalibrationTable::load(const std::string& path) {
 
 void CalibrationTable::add(Kernel k, DType t, const std::array<int64_t, 6>& dims, double time_s) {
   table_[{static_cast<int>(k), static_cast<int>(t), dims}] = time_s;
+}
+
+void CalibrationTable::add_collective(CollectiveOp op, GroupKind kind, int group_size, int64_t bytes,
+                                      double time_s) {
+  collectives_[{int(op), int(kind), group_size, bytes}] = time_s;
+}
+
+double CalibrationTable::find_collective(CollectiveOp op, GroupKind kind, int group_size, int64_t bytes) const {
+  auto it = collectives_.find({int(op), int(kind), group_size, bytes});
+  return it == collectives_.end() ? -1.0 : it->second;
 }
 
 double CalibrationTable::find(const Compute& c) const {

@@ -39,9 +39,15 @@ class CalibrationTable {
   // The measured time, or a negative value when the table does not cover the task.
   double find(const Compute& c) const;
   size_t size() const { return table_.size(); }
+  // Measured collectives (from a `tandem calibrate` profile): a calibrated collective takes its
+  // median time instead of moving flows, so it no longer contends with other traffic.
+  void add_collective(CollectiveOp op, GroupKind kind, int group_size, int64_t bytes, double time_s);
+  double find_collective(CollectiveOp op, GroupKind kind, int group_size, int64_t bytes) const;
+  size_t collectives() const { return collectives_.size(); }
 
  private:
   std::map<std::tuple<int, int, std::array<int64_t, 6>>, double> table_;
+  std::map<std::tuple<int, int, int, int64_t>, double> collectives_;
 };
 
 class ComputeCostModel {

@@ -653,6 +653,14 @@ void ReplayEngine::launch(uint32_t op) {
     const Collective& c = *o.collective;
     const auto& members = schedule_.group(o.group).ranks;
     if (members.size() <= 1 || c.bytes <= 0) return add_timer(now_, kNetOpPhaseDone, op, 1);
+    if (options_.calibration) {
+      const double measured = options_.calibration->find_collective(
+          c.op, schedule_.group(o.group).kind, int(members.size()), c.bytes);
+      if (measured >= 0) {
+        ++result_.calibrated_collectives;
+        return add_timer(now_ + measured, kNetOpPhaseDone, op, 1);
+      }
+    }
     // Tuning, plans and the closed-form time depend only on (group, op, bytes, root): computed once.
     auto& entry = collective_cache_[CollectiveKey{o.group, uint8_t(c.op), c.root, c.bytes}];
     if (!entry.plan) {

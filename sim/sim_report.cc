@@ -143,7 +143,8 @@ void write_json(std::ostream& out, const Schedule& schedule, const SimResult& r)
     out << "]}";
   }
   out << ", \"simulator\": {\"flows\": " << r.flows << ", \"collectives\": " << r.collectives
-      << ", \"closed_form_collectives\": " << r.closed_form_collectives << ", \"events\": " << r.events
+      << ", \"closed_form_collectives\": " << r.closed_form_collectives
+      << ", \"calibrated_collectives\": " << r.calibrated_collectives << ", \"events\": " << r.events
       << ", \"programs_generated\": " << r.programs_generated << ", \"ranks_per_replayed_state\": " << r.fold << "}}\n";
 }
 

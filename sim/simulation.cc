@@ -149,7 +149,7 @@ void encode(Writer& w, const SimResult& r) {
   for (double v : {r.tokens_per_s, r.model_tflops_per_gpu, r.hardware_tflops_per_gpu, r.mfu}) w.pod(v);
   w.pod(r.peak_memory_bytes);
   w.pod(r.slowest_rank);
-  for (uint64_t v : {r.flows, r.collectives, r.closed_form_collectives, r.events}) w.pod(v);
+  for (uint64_t v : {r.flows, r.collectives, r.closed_form_collectives, r.calibrated_collectives, r.events}) w.pod(v);
   w.pod(r.programs_generated);
   w.pod(r.fold);
   w.pod(r.fold_exact);
@@ -179,7 +179,8 @@ void decode(Reader& rd, SimResult& r) {
   for (double* v : {&r.tokens_per_s, &r.model_tflops_per_gpu, &r.hardware_tflops_per_gpu, &r.mfu}) rd.pod(*v);
   rd.pod(r.peak_memory_bytes);
   rd.pod(r.slowest_rank);
-  for (uint64_t* v : {&r.flows, &r.collectives, &r.closed_form_collectives, &r.events}) rd.pod(*v);
+  for (uint64_t* v : {&r.flows, &r.collectives, &r.closed_form_collectives, &r.calibrated_collectives, &r.events})
+    rd.pod(*v);
   rd.pod(r.programs_generated);
   rd.pod(r.fold);
   rd.pod(r.fold_exact);

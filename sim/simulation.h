@@ -119,6 +119,7 @@ struct SimResult {
   uint64_t flows = 0;
   uint64_t collectives = 0;
   uint64_t closed_form_collectives = 0;
+  uint64_t calibrated_collectives = 0;  // took their measured time (SimOptions::calibration)
   uint64_t events = 0;
   int programs_generated = 0;
   int fold = 1;             // ranks replayed per state (tensor-parallel folding; 1: none)
