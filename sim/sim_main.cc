@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
       ("trace", po::value(&trace_path), "write the predicted trace (tandem trace format) to FILE")
       ("timeline", po::value(&timeline_path), "write a Chrome/Perfetto JSON timeline to FILE")
       ("granularity", po::value(&granularity), "collective flows: phase (default) or step (one flow per ring step)")
-      ("algorithm", po::value(&algorithm), "collective algorithm: auto (NCCL-like tuning), ring or tree")
+      ("algorithm", po::value(&algorithm), "collective algorithm: auto (NCCL-like tuning, or the scenario's strategy.collective_algorithm), ring or tree")
       ("protocol", po::value(&protocol), "NCCL protocol: auto, LL, LL128 or Simple")
       ("ideal-network", "links at datasheet bandwidth, no protocol costs (alpha-beta closed forms)")
       ("calibration", po::value(&calibration_path), "measured kernel times: a profile from tandem calibrate (.pb) or a TSV (kernel, dtype, dims, time_us)")
@@ -100,6 +100,12 @@ int main(int argc, char** argv) {
     o.record_tasks = o.record_memory = !trace_path.empty() || !timeline_path.empty();
 
     Schedule schedule(load_scenario(scenario_path, sets));
+    // The scenario may force an algorithm (strategy.collective_algorithm); --algorithm wins.
+    if (!o.algorithm) {
+      const CollectiveAlgorithm a = schedule.scenario().strategy.collective_algorithm;
+      if (a == CollectiveAlgorithm::kRing) o.algorithm = sim::Algorithm::kRing;
+      if (a == CollectiveAlgorithm::kTree) o.algorithm = sim::Algorithm::kTree;
+    }
     const sim::SimResult r = sim::simulate(schedule, o);
     if (vm.count("json")) sim::write_json(std::cout, schedule, r);
     else sim::write_summary(std::cout, schedule, r);
