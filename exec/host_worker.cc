@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <memory>
 #include <iostream>
 #include <sstream>
 
@@ -21,6 +23,9 @@
 #include "shared/rank_grid.h"
 #include "traces/trace_builder.h"
 #include "traces/trace_io.h"
+#ifdef TANDEM_HAVE_CUDA_DRIVER
+#include "exec/cuda/cuda_driver.h"
+#endif
 
 namespace tandem::exec {
 namespace {
@@ -62,6 +67,36 @@ void barrier(int rank, double timeout_s, int step) {
   }
 }
 
+// The rank's driver: host (MPI + CPU kernels) or, where it is built, CUDA (exec/cuda/), with the
+// CUDA driver's per-step hooks (device times in the trace).
+struct RankDriver {
+  std::unique_ptr<MpiComm> comm;
+  std::unique_ptr<Driver> driver;
+  std::function<void(const Program&)> begin_step = [](const Program&) {};
+  std::function<void(StepResult&)> end_step = [](StepResult&) {};
+};
+
+RankDriver make_driver(const RunArgs& args, const Schedule& schedule, int rank) {
+  RankDriver d;
+  if (args.driver == "cuda") {
+#ifdef TANDEM_HAVE_CUDA_DRIVER
+    check_cuda_scenario(schedule.scenario());
+    auto cuda = std::make_unique<CudaDriver>(schedule, rank);
+    CudaDriver* c = cuda.get();
+    d.begin_step = [c](const Program& p) { c->begin_step(p); };
+    d.end_step = [c](StepResult& r) { c->end_step(r); };
+    d.driver = std::move(cuda);
+    return d;
+#else
+    throw Error("--driver cuda: the CUDA driver is not built in this version; use --driver host");
+#endif
+  }
+  check_host_scenario(schedule.scenario());
+  d.comm = std::make_unique<MpiComm>(schedule, rank);
+  d.driver = std::make_unique<HostDriver>(d.comm.get());
+  return d;
+}
+
 std::string json_number(double x) {
   if (!std::isfinite(x)) return "null";
   std::ostringstream o;
@@ -82,15 +117,14 @@ int run_host_worker(const RunArgs& args) {
     sets.push_back("cluster.gpus=" + std::to_string(world));
     Schedule schedule(load_scenario(args.scenario, sets));
     const Scenario& sc = schedule.scenario();
-    check_host_scenario(sc);
     if (schedule.world_size() != world)
       throw Error(sc.origin + ": the strategy needs " + std::to_string(schedule.world_size()) + " ranks, mpirun started " +
                   std::to_string(world));
     ExecOptions opt;
     opt.steps = args.steps;
     opt.timeout_s = args.timeout_s;
-    MpiComm comm(schedule, rank);
-    HostDriver driver(&comm);
+    RankDriver rd = make_driver(args, schedule, rank);
+    Driver& driver = *rd.driver;
     Runtime rt(schedule, rank, driver, opt);
 
     const int steps = args.steps;
@@ -99,7 +133,9 @@ int run_host_worker(const RunArgs& args) {
     for (int s = 0; s < steps; ++s) {
       maybe_fault(rank, s + 1);
       barrier(rank, args.timeout_s, s);
+      rd.begin_step(rt.program());
       StepResult r = rt.run_step(s);
+      rd.end_step(r);
       if (r.loss_sum) loss[s] = *r.loss_sum;
       wall[s] = r.wall_s;
       if (s == steps - 1) last = std::move(r);
@@ -172,7 +208,7 @@ int run_host_worker(const RunArgs& args) {
       const double floor = MarkovChain::entropy_nats();
       if (args.json) {
         std::ostringstream o;
-        o << "{\"scenario\": \"" << sc.name << "\", \"driver\": \"host\", \"ranks\": " << world
+        o << "{\"scenario\": \"" << sc.name << "\", \"driver\": \"" << driver.name() << "\", \"ranks\": " << world
           << ", \"steps\": " << steps << ", \"losses\": [";
         for (int s = 0; s < steps; ++s) o << (s ? ", " : "") << json_number(losses[s]);
         o << "], \"loss_floor\": " << json_number(floor) << ", \"iteration_time_s\": " << json_number(median)
@@ -187,8 +223,8 @@ int run_host_worker(const RunArgs& args) {
         o << "]}\n";
         std::cout << o.str() << std::flush;
       } else {
-        std::printf("tandem run: %s on %d rank%s (host driver, fp32), %d steps\n", sc.name.c_str(), world,
-                    world == 1 ? "" : "s", steps);
+        std::printf("tandem run: %s on %d rank%s (%s driver, %s), %d steps\n", sc.name.c_str(), world,
+                    world == 1 ? "" : "s", driver.name(), to_string(sc.strategy.dtype), steps);
         for (int s = 0; s < steps; ++s) std::printf("step %d  loss %.6f  (%.4f s)\n", s + 1, losses[s], step_s[s]);
         std::printf("loss floor (entropy of the data's Markov chain): %.4f nats\n", floor);
         std::printf("iteration time: %.6f s (median of steps 2..%d, slowest rank)\n", median, steps);

@@ -16,6 +16,9 @@
 #include "exec/run_args.h"
 #include "shared/error.h"
 #include "shared/schedule.h"
+#ifdef TANDEM_HAVE_CUDA_DRIVER
+#include "exec/cuda/cuda_driver.h"
+#endif
 
 namespace po = boost::program_options;
 using namespace tandem;
@@ -71,14 +74,25 @@ int main(int argc, char** argv) {
     if (a.steps < 1) throw Error("--steps: expected at least 1, got " + std::to_string(a.steps));
     if (!(a.timeout_s > 0)) throw Error("--timeout: expected a positive number of seconds");
     if (vm.count("ranks") && a.ranks < 1) throw Error("-n: expected at least 1 rank, got " + std::to_string(a.ranks));
+#ifndef TANDEM_HAVE_CUDA_DRIVER
     if (a.driver == "cuda")
-      throw Error("--driver cuda: the CUDA driver is not built yet in this version; use --driver host");
-    if (a.driver != "host") throw Error("--driver: expected host or cuda, got '" + a.driver + "'");
+      throw Error("--driver cuda: the CUDA driver is not built in this version (no CUDA toolkit at configure "
+                  "time); use --driver host");
+#endif
+    if (a.driver != "host" && a.driver != "cuda")
+      throw Error("--driver: expected host or cuda, got '" + a.driver + "'");
     std::vector<std::string> sets = a.sets;
     if (a.ranks > 0) sets.push_back("cluster.gpus=" + std::to_string(a.ranks));
     // Check everything a worker would, before starting any process.
     Schedule schedule(load_scenario(a.scenario, sets));
-    exec::check_host_scenario(schedule.scenario());
+#ifdef TANDEM_HAVE_CUDA_DRIVER
+    if (a.driver == "cuda") {
+      exec::check_cuda_scenario(schedule.scenario());
+      if (exec::cuda_device_count() == 0)
+        throw Error("--driver cuda: no CUDA device is visible to this process; use --driver host");
+    } else
+#endif
+      exec::check_host_scenario(schedule.scenario());
     const int ranks = schedule.world_size();
 
     std::vector<std::string> cmd = {"mpirun", "-n", std::to_string(ranks), "--oversubscribe", "--allow-run-as-root",
@@ -86,8 +100,9 @@ int main(int argc, char** argv) {
                                     // Containers forbid the cross-memory-attach copy path; ranks that
                                     // share cores should yield while they wait.
                                     "--mca", "btl_vader_single_copy_mechanism", "none", "--mca",
-                                    "mpi_yield_when_idle", "1", self_path(argv[0]), "--worker", a.scenario, "--steps",
-                                    std::to_string(a.steps), "--timeout", std::to_string(a.timeout_s)};
+                                    "mpi_yield_when_idle", "1", self_path(argv[0]), "--worker", a.scenario,
+                                    "--driver", a.driver, "--steps", std::to_string(a.steps), "--timeout",
+                                    std::to_string(a.timeout_s)};
     for (const std::string& s : a.sets) cmd.insert(cmd.end(), {"--set", s});
     if (!a.trace_path.empty()) cmd.insert(cmd.end(), {"--trace", a.trace_path});
     if (a.json) cmd.push_back("--json");
