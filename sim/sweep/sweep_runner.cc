@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
 #include "scenario.pb.h"
@@ -122,6 +123,11 @@ bool write_all(int fd, const std::string& data) {
   return true;
 }
 
+class SilentErrors : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
+};
+
 struct Running {
   pid_t pid = -1;
   int fd = -1;
@@ -158,7 +164,8 @@ void check_flags(const std::string& scenario_path, const std::vector<std::string
   text << in.rdbuf();
   proto::Scenario parsed;
   google::protobuf::TextFormat::Parser parser;
-  parser.RecordErrorsTo(nullptr);
+  SilentErrors silent;
+  parser.RecordErrorsTo(&silent);
   if (!parser.ParseFromString(text.str(), &parsed)) {
     load_scenario(scenario_path);  // throws with the parser's file:line:column message
     throw Error(scenario_path + ": not a scenario file (protobuf text format)");
@@ -178,10 +185,9 @@ void check_flags(const std::string& scenario_path, const std::vector<std::string
     }
     return "";
   };
-  for (const std::string& s : sets) {
-    const std::string message = try_load(sets);
-    if (starts_with(message, "--set " + s + ":")) throw Error(message);
-  }
+  const std::string set_message = try_load(sets);
+  for (const std::string& s : sets)
+    if (starts_with(set_message, "--set " + s + ":")) throw Error(set_message);
   for (const VaryAxis& a : grid.axes()) {
     std::string list;
     for (const std::string& v : a.values) list += (list.empty() ? "" : ",") + v;
@@ -190,7 +196,11 @@ void check_flags(const std::string& scenario_path, const std::vector<std::string
       overrides.push_back(a.key + "=" + v);
       const std::string message = try_load(overrides);
       const std::string prefix = "--set " + a.key + "=" + v + ":";
-      if (starts_with(message, prefix)) throw Error("--vary " + a.key + "=" + list + ": value " + v + ":" + message.substr(prefix.size()));
+      if (!starts_with(message, prefix)) continue;
+      // The loader quotes a value it rejects; a message without it is about the key.
+      const std::string rest = message.substr(prefix.size());
+      const bool about_value = rest.find("\"" + v + "\"") != std::string::npos;
+      throw Error("--vary " + a.key + "=" + list + ":" + (about_value ? " value " + v + ":" : "") + rest);
     }
   }
 }

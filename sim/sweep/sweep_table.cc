@@ -47,13 +47,21 @@ SweepTable make_table(const std::string& scenario_path, const std::vector<std::s
       t.scenario_name = r.scenario_name;
       break;
     }
+  // Strategy labels name a key by its field alone ("tp=2 pp=4") unless two axes share the field name.
+  std::vector<std::string> label(t.axes.size());
+  for (size_t k = 0; k < t.axes.size(); ++k) {
+    const std::string& key = t.axes[k].key;
+    label[k] = key.substr(key.rfind('.') + 1);
+  }
+  for (size_t k = 0; k < t.axes.size(); ++k)
+    if (std::count(label.begin(), label.end(), label[k]) > 1) label[k] = t.axes[k].key;
   for (size_t i = 0; i < grid.size(); ++i) {
     SweepPoint p;
     p.values = grid.values(i);
     for (size_t k = 0; k < p.values.size(); ++k) {
       if (int(k) == g) continue;
       if (!p.strategy.empty()) p.strategy += ' ';
-      p.strategy += t.axes[k].key + "=" + p.values[k];
+      p.strategy += label[k] + "=" + p.values[k];
     }
     if (p.strategy.empty()) p.strategy = "scenario";
     p.result = i < results.size() ? std::move(results[i]) : PointResult{};

@@ -38,7 +38,9 @@ struct PointResult {
 
 struct SweepPoint {
   std::vector<std::string> values;  // one per axis
-  std::string strategy;             // "strategy.tp=2 strategy.pp=4": the non-gpus values; "scenario" when none
+  // The values of the keys other than cluster.gpus, each key named by its field unless two varied
+  // keys share it: "tp=2 pp=4"; "scenario" when only the size varies.
+  std::string strategy;
   int gpus = 0;                     // the size this point is compared at (0: unknown)
   PointResult result;
   // tokens/s per GPU relative to the same strategy's valid point with the fewest GPUs (1 there);

@@ -1,0 +1,101 @@
+// tandem sweep SCENARIO --vary key=v1,v2,... [--vary ...] [--set k=v ...] [-o report.html] [--json] [-j N]
+// Simulates every point of the cross product of the --vary lists, in parallel, and reports them
+// (docs/sweep.md). Exit codes: 0 the sweep ran (whatever its points' outcomes), 2 bad input (flags,
+// scenario file), 1 internal error.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "shared/error.h"
+#include "sim/sweep/sweep_grid.h"
+#include "sim/sweep/sweep_progress.h"
+#include "sim/sweep/sweep_report_html.h"
+#include "sim/sweep/sweep_runner.h"
+#include "sim/sweep/sweep_table.h"
+
+namespace po = boost::program_options;
+using namespace tandem;
+
+namespace {
+
+void print_summary(const sweep::SweepTable& t) {
+  size_t ok = 0;
+  for (const sweep::SweepPoint& p : t.points) ok += p.result.status == sweep::PointStatus::kOk;
+  std::printf("tandem sweep: %s, %zu points, %zu valid\n",
+              (t.scenario_name.empty() ? t.scenario_path : t.scenario_name).c_str(), t.points.size(), ok);
+  for (const sweep::BestAtSize& b : sweep::best_per_size(t)) {
+    if (b.point < 0) {
+      std::printf("  %6d GPUs: no valid point\n", b.gpus);
+      continue;
+    }
+    const sweep::SweepPoint& p = t.points[size_t(b.point)];
+    std::printf("  %6d GPUs: best %s  %.6g tokens/s  %.4g s/iteration  MFU %.1f %%\n", b.gpus, p.strategy.c_str(),
+                p.result.tokens_per_s, p.result.iteration_time_s, 100.0 * p.result.mfu);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string scenario_path, output;
+  std::vector<std::string> sets, varies;
+  int jobs = 0;
+  po::options_description opts("tandem sweep SCENARIO --vary key=v1,v2,... [options]");
+  opts.add_options()
+      ("help,h", "this help")
+      ("vary", po::value(&varies)->composing(), "vary a scenario field over a list: --vary strategy.tp=1,2,4 (repeatable; the points are the cross product, the first --vary varying slowest)")
+      ("set", po::value(&sets)->composing(), "override a scenario field at every point: --set strategy.pp=2 (repeatable)")
+      ("output,o", po::value(&output), "write the HTML report to FILE (atomically)")
+      ("json", "print the table of every point as one JSON object")
+      ("jobs,j", po::value(&jobs), "simulations at a time (default: the number of hardware threads)")
+      ("scenario", po::value(&scenario_path), "scenario file");
+  po::positional_options_description pos;
+  pos.add("scenario", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "tandem sweep: " << e.what() << "\n" << opts;
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << opts;
+    return 0;
+  }
+  if (scenario_path.empty()) {
+    std::cerr << "tandem sweep: a scenario file is required\n" << opts;
+    return 2;
+  }
+  try {
+    if (vm.count("jobs") && jobs < 1) throw Error("--jobs: expected a positive number of simulations, got " + std::to_string(jobs));
+    std::vector<sweep::VaryAxis> axes;
+    for (const std::string& v : varies) axes.push_back(sweep::parse_vary(v));
+    const sweep::SweepGrid grid(std::move(axes));
+    sweep::check_flags(scenario_path, sets, grid);
+
+    sweep::Progress progress(::isatty(STDERR_FILENO) != 0);
+    sweep::RunOptions o;
+    o.jobs = jobs;
+    o.on_progress = [&](size_t done, size_t total) { progress.update(done, total); };
+    const sweep::SweepTable table = sweep::run_sweep(scenario_path, sets, grid, o);
+    progress.finish();
+
+    if (!output.empty()) sweep::write_sweep_html(output, table);
+    if (vm.count("json")) std::cout << sweep::sweep_json(table);
+    else print_summary(table);
+    if (!output.empty()) std::cerr << "tandem sweep: report written to " << output << "\n";
+    return 0;
+  } catch (const Error& e) {
+    std::cerr << "tandem sweep: " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << "tandem sweep: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}
