@@ -1,6 +1,8 @@
 #include "exec/param_init.h"
 
+#include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include "exec/synthetic_data.h"
 #include "shared/error.h"
@@ -19,19 +21,35 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-}  // namespace
+// How a tensor's elements are initialised, resolved once per tensor (not per element).
+struct InitRule {
+  enum Kind { kOne, kZero, kNormal } kind = kNormal;
+  uint64_t name_hash = 0;
+};
 
-float init_value(uint64_t seed, const std::string& name, int64_t global_cols, int64_t r, int64_t c) {
+InitRule rule_for(const std::string& name) {
   if (ends_with(name, "ln1.weight") || ends_with(name, "ln2.weight") || ends_with(name, "final_norm.weight"))
-    return 1.0f;
-  if (ends_with(name, ".bias")) return 0.0f;
-  const uint64_t h1 = splitmix64(seed ^ fnv1a(name) ^ uint64_t(r * global_cols + c));
+    return {InitRule::kOne, 0};
+  if (ends_with(name, ".bias")) return {InitRule::kZero, 0};
+  return {InitRule::kNormal, fnv1a(name)};
+}
+
+float rule_value(const InitRule& rule, uint64_t seed, int64_t global_cols, int64_t r, int64_t c) {
+  if (rule.kind == InitRule::kOne) return 1.0f;
+  if (rule.kind == InitRule::kZero) return 0.0f;
+  const uint64_t h1 = splitmix64(seed ^ rule.name_hash ^ uint64_t(r * global_cols + c));
   const uint64_t h2 = splitmix64(h1);
   // u1 in (0, 1] so that log(u1) is finite.
   const double u1 = (double(h1 >> 11) + 1.0) * (1.0 / 9007199254740992.0);
   const double u2 = double(h2 >> 11) * (1.0 / 9007199254740992.0);
   const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
   return float(kInitStddev * z);
+}
+
+}  // namespace
+
+float init_value(uint64_t seed, const std::string& name, int64_t global_cols, int64_t r, int64_t c) {
+  return rule_value(rule_for(name), seed, global_cols, r, c);
 }
 
 ParamInit::ParamInit(const Program& program, uint64_t seed) : program_(program), seed_(seed) {
@@ -61,27 +79,49 @@ bool ParamInit::holds_params(BufferId id) const {
 }
 
 void ParamInit::fill_root(BufferId root, std::vector<float>& out) const {
+  // One float per element whatever the buffer's dtype: a driver storing bf16 rounds them.
   const Buffer& rb = program_.buffers[root];
-  out.assign(rb.bytes / 4, 0.0f);
+  const int64_t e = dtype_bytes(rb.dtype);
+  out.assign(rb.bytes / e, 0.0f);
   if (rb.shard_of != kNoId) {
     const std::vector<float> full = values_of(rb.shard_of);
-    const int64_t first = rb.shard_offset_bytes / 4;
+    const int64_t first = rb.shard_offset_bytes / e;
     for (size_t i = 0; i < out.size(); ++i)
       if (first + int64_t(i) < int64_t(full.size())) out[i] = full[first + i];  // beyond: padding, 0
   }
   for (BufferId v : sliced_views_[root]) {
     const Buffer& b = program_.buffers[v];
-    if (b.dtype != DType::kFp32) throw Error("exec: parameter " + b.name + " is not fp32 (the host driver runs fp32)");
+    if (b.dtype != rb.dtype)
+      throw Error("exec: parameter " + b.name + " is " + to_string(b.dtype) + " inside a " + to_string(rb.dtype) +
+                  " buffer");
     int64_t off = 0;
     root_of(v, &off);
     const GlobalSlice& s = b.slice;
-    if (s.rows * s.cols * 4 != b.bytes)
+    if (s.rows * s.cols * e != b.bytes)
       throw Error("exec: parameter view " + b.name + " holds " + std::to_string(b.bytes) + " bytes, its slice " +
-                  std::to_string(s.rows) + "x" + std::to_string(s.cols) + " fp32");
-    float* dst = out.data() + off / 4;
-    for (int64_t i = 0; i < s.rows; ++i)
-      for (int64_t j = 0; j < s.cols; ++j)
-        dst[i * s.cols + j] = init_value(seed_, b.name, s.global_cols, s.row0 + i, s.col0 + j);
+                  std::to_string(s.rows) + "x" + std::to_string(s.cols) + " " + to_string(b.dtype));
+    const InitRule rule = rule_for(b.name);
+    float* dst = out.data() + off / e;
+    // Billions of values for a large model: rows are split over the cores (each element's value
+    // depends only on its coordinates, so the result does not depend on the split).
+    auto fill_rows = [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i)
+        for (int64_t j = 0; j < s.cols; ++j)
+          dst[i * s.cols + j] = rule_value(rule, seed_, s.global_cols, s.row0 + i, s.col0 + j);
+    };
+    const int64_t threads =
+        std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()), s.rows * s.cols / (1 << 20) + 1);
+    if (threads <= 1) {
+      fill_rows(0, s.rows);
+      continue;
+    }
+    std::vector<std::thread> pool;
+    const int64_t per = (s.rows + threads - 1) / threads;
+    for (int64_t t = 0; t < threads; ++t) {
+      const int64_t first = std::min(s.rows, t * per), last = std::min(s.rows, first + per);
+      if (first < last) pool.emplace_back(fill_rows, first, last);
+    }
+    for (std::thread& th : pool) th.join();
   }
 }
 
@@ -91,8 +131,9 @@ std::vector<float> ParamInit::values_of(BufferId id) const {
   std::vector<float> all;
   fill_root(root, all);
   if (root == id) return all;
-  const int64_t n = program_.buffers[id].bytes / 4;
-  return std::vector<float>(all.begin() + off / 4, all.begin() + off / 4 + n);
+  const int64_t e = dtype_bytes(program_.buffers[root].dtype);
+  const int64_t n = program_.buffers[id].bytes / e;
+  return std::vector<float>(all.begin() + off / e, all.begin() + off / e + n);
 }
 
 }  // namespace tandem::exec

@@ -24,8 +24,9 @@ float init_value(uint64_t seed, const std::string& name, int64_t global_cols, in
 class ParamInit {
  public:
   ParamInit(const Program& program, uint64_t seed);
-  // The float32 values buffer `id` starts with (a root, a view or a shard): the slices of the
-  // parameter views that cover it, zero elsewhere.
+  // The values buffer `id` (a root, a view or a shard) starts with, one float per element whatever
+  // its dtype (a bf16 driver rounds them): the slices of the parameter views that cover it, zero
+  // elsewhere.
   std::vector<float> values_of(BufferId id) const;
   // Whether values_of(id) can be non-zero (some parameter view covers the buffer, or its shard_of).
   bool holds_params(BufferId id) const;
