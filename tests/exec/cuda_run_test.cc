@@ -9,38 +9,15 @@
 #include <string>
 
 #include "exec/cuda/cuda_driver.h"
-#include "tests/traces/json_parser.h"
+#include "tests/exec/run_test_util.h"
 
 namespace tandem {
 namespace {
 
-const std::string kScenario = std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto";
+using testing::json_of;
+using testing::RunOutput;
 
-struct RunOutput {
-  int exit_code = -1;
-  std::string out;
-};
-
-RunOutput run(const std::string& args) {
-  const std::string cmd = "timeout -k 5 300 " + std::string(TANDEM_RUN_BIN) + " " + kScenario + " " + args + " 2>&1";
-  RunOutput r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-testing::Json json_of(const RunOutput& r) {
-  std::istringstream in(r.out);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty() && line[0] == '{') return testing::JsonParser::parse(line);
-  throw std::runtime_error("no JSON in the output:\n" + r.out);
-}
+RunOutput run(const std::string& args) { return testing::run_tandem(args, "", 300); }
 
 std::vector<double> losses(const RunOutput& r) {
   std::vector<double> v;

@@ -13,42 +13,16 @@
 
 #include "shared/memory_timeline.h"
 #include "shared/schedule.h"
-#include "tests/traces/json_parser.h"
+#include "tests/exec/run_test_util.h"
 #include "traces/trace_io.h"
 
 namespace tandem {
 namespace {
 
-const std::string kScenario = std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto";
+using testing::json_of;
+using testing::RunOutput;
 
-struct RunOutput {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr
-};
-
-// Runs tandem-run with `args` (after the scenario); `env` is prefixed to the command line. A
-// coreutils timeout guards the test against a hung job (it is not a timing assertion).
-RunOutput run(const std::string& args, const std::string& env = "") {
-  const std::string cmd = env + " timeout -k 5 120 " + TANDEM_RUN_BIN + " " + kScenario + " " + args + " 2>&1";
-  RunOutput r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-testing::Json json_of(const RunOutput& r) {
-  // The JSON object is rank 0's one line starting with '{'.
-  std::istringstream in(r.out);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty() && line[0] == '{') return testing::JsonParser::parse(line);
-  throw std::runtime_error("no JSON in the output:\n" + r.out);
-}
+RunOutput run(const std::string& args, const std::string& env = "") { return testing::run_tandem(args, env); }
 
 std::vector<double> numbers(const testing::Json& a) {
   std::vector<double> v;
@@ -113,7 +87,7 @@ TEST_P(StrategyRun, PeakMemoryIsThePlanners) {
     if (w == "--set") in >> w, sets.push_back(w);
     else if (w == "-n") in >> n, sets.push_back("cluster.gpus=" + n);
   }
-  Schedule s(load_scenario(kScenario, sets));
+  Schedule s(load_scenario(testing::kTinyScenario, sets));
   const std::vector<double> measured = numbers(result(st.args).at("peak_memory_bytes_per_rank"));
   ASSERT_EQ(int(measured.size()), s.world_size());
   for (int r = 0; r < s.world_size(); ++r) {
@@ -147,7 +121,7 @@ TEST(TandemRun, TraceHoldsEveryTaskOnceInScheduleOrder) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const proto::Trace t = read_trace(path);
   EXPECT_EQ(t.backend(), "host");
-  Schedule s(load_scenario(kScenario, {"cluster.gpus=4", "strategy.tp=2", "strategy.pp=2"}));
+  Schedule s(load_scenario(testing::kTinyScenario, {"cluster.gpus=4", "strategy.tp=2", "strategy.pp=2"}));
   ASSERT_EQ(t.ranks_size(), 4);
   for (const proto::Rank& rk : t.ranks()) {
     const Program p = s.program(rk.rank());
