@@ -7,6 +7,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "shared/cli_args.h"
 #include "shared/error.h"
 #include "shared/schedule.h"
 #include "sim/sim_report.h"
@@ -61,24 +62,8 @@ int main(int argc, char** argv) {
       ("reserved-gib", po::value(&reserved_gib), "device memory held before the first allocation (CUDA context, NCCL)")
       ("no-shortcuts", "simulate without closed forms, compute fusion, shared class programs or tensor-parallel folding")
       ("scenario", po::value(&scenario_path), "scenario file");
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "tandem sim: " << e.what() << "\n" << opts;
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << opts;
-    return 0;
-  }
-  if (scenario_path.empty()) {
-    std::cerr << "tandem sim: a scenario file is required\n" << opts;
-    return 2;
-  }
+  if (auto stop = parse_scenario_command_line("tandem sim", argc, argv, opts, vm)) return *stop;
   try {
     sim::SimOptions o;
     if (granularity == "step") o.granularity = sim::Granularity::kStep;

@@ -6,6 +6,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "shared/cli_args.h"
 #include "shared/error.h"
 #include "shared/plan_report.h"
 #include "shared/plan_summary.h"
@@ -21,16 +22,9 @@ int main(int argc, char** argv) {
   opts.add_options()("help,h", "show this help")(
       "set", po::value<std::vector<std::string>>()->composing(), "override a scenario field: part.field=value")(
       "json", "print one JSON object")("scenario", po::value<std::string>(), "scenario file (.textproto)");
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
+  po::variables_map vm;
+  if (auto stop = tandem::parse_scenario_command_line("tandem plan", argc, argv, opts, vm)) return *stop;
   try {
-    po::variables_map vm;
-    po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-    if (vm.count("help") || !vm.count("scenario")) {
-      std::cout << opts;
-      return vm.count("help") ? 0 : 2;
-    }
     std::vector<std::string> sets;
     if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
     tandem::Schedule schedule(tandem::load_scenario(vm["scenario"].as<std::string>(), sets));
@@ -38,9 +32,6 @@ int main(int argc, char** argv) {
     if (vm.count("json")) tandem::print_plan_json(std::cout, schedule, summary);
     else tandem::print_plan_text(std::cout, schedule, summary);
     return 0;
-  } catch (const po::error& e) {
-    std::cerr << "tandem plan: " << e.what() << "\n";
-    return 2;
   } catch (const tandem::Error& e) {
     std::cerr << "tandem plan: " << e.what() << "\n";
     return e.exit_code();

@@ -11,6 +11,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "shared/cli_args.h"
 #include "shared/error.h"
 #include "sim/sweep/sweep_grid.h"
 #include "sim/sweep/sweep_progress.h"
@@ -54,24 +55,8 @@ int main(int argc, char** argv) {
       ("json", "print the table of every point as one JSON object")
       ("jobs,j", po::value(&jobs), "simulations at a time (default: the number of hardware threads)")
       ("scenario", po::value(&scenario_path), "scenario file");
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "tandem sweep: " << e.what() << "\n" << opts;
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << opts;
-    return 0;
-  }
-  if (scenario_path.empty()) {
-    std::cerr << "tandem sweep: a scenario file is required\n" << opts;
-    return 2;
-  }
+  if (auto stop = parse_scenario_command_line("tandem sweep", argc, argv, opts, vm)) return *stop;
   try {
     if (vm.count("jobs") && jobs < 1) throw Error("--jobs: expected a positive number of simulations, got " + std::to_string(jobs));
     std::vector<sweep::VaryAxis> axes;
