@@ -105,10 +105,11 @@ BufferId emit_head_backward(StepState& st, int unit, int chunk, int mb) {
   st.kernel(Kernel::kCrossEntropyBwd, Phase::kBackward, -1, mb, xd, {h.logits, h.targets, h.max, h.sum}, {dlogits}, 0,
             d.dtype);
   for (BufferId id : {h.logits, h.targets, h.max, h.sum}) st.release(id);
+  // As every column-parallel backward (layer_emitter.cc): gather under dgrad, reduce under wgrad.
+  BufferId Y = d.seq_parallel ? st.gather_seq(h.yf, -1, mb, Phase::kBackward, "yf_full") : h.yf;
   BufferId dy = st.make("dyf", -1, mb, d.n * d.hidden, d.dtype);
   st.linear_dgrad(-1, mb, dlogits, w.table, dy, d.n, d.vocab, d.hidden);
   dy = st.reduce_partial(dy, -1, mb, Phase::kBackward, "dyf_shard");
-  BufferId Y = d.seq_parallel ? st.gather_seq(h.yf, -1, mb, Phase::kBackward, "yf_full") : h.yf;
   st.linear_wgrad(-1, mb, dlogits, Y, g.table, d.n, d.vocab, d.hidden);
   if (Y != h.yf) st.release(Y);
   st.release(dlogits);

@@ -90,6 +90,56 @@ BufferId residual(StepState& st, Phase ph, int l, int mb, BufferId branch, Buffe
   return out;
 }
 
+// Column-parallel linear on the layer's sequence shard x: *y [n, out_cols] = gather(x) W^T.
+void column_parallel_fwd(StepState& st, Phase ph, int l, int mb, BufferId x, BufferId w, const char* gathered,
+                         int64_t out_cols, BufferId* y, const char* yname) {
+  const StepDims& d = st.d;
+  const int64_t in_cols = d.hidden;
+  auto gemm = [&](BufferId in, BufferId out, int64_t rows) {
+    st.linear_fwd(ph, l, mb, in, w, out, rows, out_cols, in_cols);
+  };
+  if (d.tp_overlap) {
+    *y = st.make(yname, l, mb, d.n * out_cols, d.dtype);
+    st.release(gather_gemm_overlapped(st, x, l, mb, gathered, *y, out_cols, gemm));
+    return;
+  }
+  BufferId X = d.seq_parallel ? st.gather_seq(x, l, mb, ph, gathered) : x;
+  *y = st.make(yname, l, mb, d.n * out_cols, d.dtype);
+  gemm(X, *y, d.n);
+  if (X != x) st.release(X);
+}
+
+// Row-parallel linear: x [n, in_cols] W^T summed over the tensor group; returns the sum, a
+// sequence shard under Megatron-SP.
+BufferId row_parallel_fwd(StepState& st, Phase ph, int l, int mb, BufferId x, BufferId w, int64_t in_cols,
+                          const char* partial, const char* shard) {
+  const StepDims& d = st.d;
+  auto gemm = [&](BufferId in, BufferId out, int64_t rows) {
+    st.linear_fwd(ph, l, mb, in, w, out, rows, d.hidden, in_cols);
+  };
+  if (d.tp_overlap) return gemm_reduce_scatter_overlapped(st, x, in_cols, l, mb, ph, shard, gemm);
+  BufferId y = st.make(partial, l, mb, d.n * d.hidden, d.dtype);
+  gemm(x, y, d.n);
+  return st.reduce_partial(y, l, mb, ph, shard);
+}
+
+// A row-parallel linear's input gradient: *dx [n, in_cols] = gather(dy) W. Returns the gathered
+// output gradient (dy itself without Megatron-SP) for the weight gradient; the caller frees it
+// when it is not dy.
+BufferId row_parallel_dgrad(StepState& st, int l, int mb, BufferId dy, BufferId w, int64_t in_cols,
+                            const char* gathered, BufferId* dx, const char* dxname) {
+  const StepDims& d = st.d;
+  auto gemm = [&](BufferId in, BufferId out, int64_t rows) { st.linear_dgrad(l, mb, in, w, out, rows, d.hidden, in_cols); };
+  if (d.tp_overlap) {
+    *dx = st.make(dxname, l, mb, d.n * in_cols, d.dtype);
+    return gather_gemm_overlapped(st, dy, l, mb, gathered, *dx, in_cols, gemm);
+  }
+  BufferId G = d.seq_parallel ? st.gather_seq(dy, l, mb, Phase::kBackward, gathered) : dy;
+  *dx = st.make(dxname, l, mb, d.n * in_cols, d.dtype);
+  gemm(G, *dx, d.n);
+  return G;
+}
+
 }  // namespace
 
 void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferId* out) {
@@ -101,33 +151,23 @@ void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferI
 
   // Attention block.
   norm_fwd(st, ph, l, mb, a.x, w.ln1_w, w.ln1_b, &a.y1, &a.mean1, &a.rstd1, "y1", "mean1", "rstd1");
-  BufferId y1 = d.seq_parallel ? st.gather_seq(a.y1, l, mb, ph, "y1_full") : a.y1;
-  a.qkv = st.make("qkv", l, mb, d.n * d.qkv_out, d.dtype);
-  st.linear_fwd(ph, l, mb, y1, w.qkv, a.qkv, d.n, d.qkv_out, d.hidden);
-  if (y1 != a.y1) st.release(y1);
+  column_parallel_fwd(st, ph, l, mb, a.y1, w.qkv, "y1_full", d.qkv_out, &a.qkv, "qkv");
   a.ctx = st.make("ctx", l, mb, d.n * d.heads * d.head_dim, d.dtype);
   a.lse = st.make("lse", l, mb, d.batch * d.heads * d.seq, DType::kFp32);
   attention_fwd(st, ph, a, keeps_core(st));
   if (rc == Recompute::kSelective) release_core(st, a);
-  BufferId o = st.make("o", l, mb, d.n * d.hidden, d.dtype);
-  st.linear_fwd(ph, l, mb, a.ctx, w.o, o, d.n, d.hidden, d.heads * d.head_dim);
-  o = st.reduce_partial(o, l, mb, ph, "o_shard");
+  BufferId o = row_parallel_fwd(st, ph, l, mb, a.ctx, w.o, d.heads * d.head_dim, "o", "o_shard");
   a.x2 = residual(st, ph, l, mb, o, a.x, &a.omask, "attn_out_mask", "x2");
 
   // MLP block.
   norm_fwd(st, ph, l, mb, a.x2, w.ln2_w, w.ln2_b, &a.y2, &a.mean2, &a.rstd2, "y2", "mean2", "rstd2");
-  BufferId y2 = d.seq_parallel ? st.gather_seq(a.y2, l, mb, ph, "y2_full") : a.y2;
-  a.h1 = st.make("h1", l, mb, d.n * d.ffn_in, d.dtype);
-  st.linear_fwd(ph, l, mb, y2, w.fc1, a.h1, d.n, d.ffn_in, d.hidden);
-  if (y2 != a.y2) st.release(y2);
+  column_parallel_fwd(st, ph, l, mb, a.y2, w.fc1, "y2_full", d.ffn_in, &a.h1, "h1");
   a.a1 = st.make("a1", l, mb, d.n * d.ffn, d.dtype);
   if (st.sc.model.activation == Activation::kSwiglu)
     st.kernel(Kernel::kSwiglu, ph, l, mb, {d.n, d.ffn}, {a.h1}, {a.a1}, 0, d.dtype);
   else
     st.kernel(Kernel::kGelu, ph, l, mb, {d.n * d.ffn}, {a.h1}, {a.a1}, 0, d.dtype);
-  BufferId h2 = st.make("h2", l, mb, d.n * d.hidden, d.dtype);
-  st.linear_fwd(ph, l, mb, a.a1, w.fc2, h2, d.n, d.hidden, d.ffn);
-  h2 = st.reduce_partial(h2, l, mb, ph, "h2_shard");
+  BufferId h2 = row_parallel_fwd(st, ph, l, mb, a.a1, w.fc2, d.ffn, "h2", "h2_shard");
   BufferId x3 = residual(st, ph, l, mb, h2, a.x2, &a.hmask, "mlp_out_mask", recompute ? "x3_discard" : "x3");
   if (recompute) st.release(x3);
   else *out = x3;
@@ -159,9 +199,8 @@ BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dou
     st.kernel(Kernel::kDropoutBwd, Phase::kBackward, l, mb, {nh}, {dout, a.hmask}, {dh2}, 0, d.dtype);
     st.release(a.hmask);
   }
-  BufferId G = d.seq_parallel ? st.gather_seq(dh2, l, mb, Phase::kBackward, "dh2_full") : dh2;
-  BufferId da1 = st.make("da1", l, mb, d.n * d.ffn, d.dtype);
-  st.linear_dgrad(l, mb, G, w.fc2, da1, d.n, d.hidden, d.ffn);
+  BufferId da1 = kNoId;
+  BufferId G = row_parallel_dgrad(st, l, mb, dh2, w.fc2, d.ffn, "dh2_full", &da1, "da1");
   st.linear_wgrad(l, mb, G, a.a1, g.fc2, d.n, d.hidden, d.ffn);
   if (G != dh2) st.release(G);
   if (dh2 != dout) st.release(dh2);
@@ -173,10 +212,12 @@ BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dou
     st.kernel(Kernel::kGeluBwd, Phase::kBackward, l, mb, {d.n * d.ffn}, {a.h1, da1}, {dh1}, 0, d.dtype);
   st.release(da1);
   st.release(a.h1);
+  // Megatron-LM's column-parallel backward (LinearWithGradAccumulationAndAsyncCommunication): the
+  // input's all-gather runs under the dgrad GEMM, the dgrad's reduction under the wgrad GEMM.
+  BufferId y2 = d.seq_parallel ? st.gather_seq(a.y2, l, mb, Phase::kBackward, "y2_full") : a.y2;
   BufferId dy2 = st.make("dy2", l, mb, d.n * d.hidden, d.dtype);
   st.linear_dgrad(l, mb, dh1, w.fc1, dy2, d.n, d.ffn_in, d.hidden);
   dy2 = st.reduce_partial(dy2, l, mb, Phase::kBackward, "dy2_shard");
-  BufferId y2 = d.seq_parallel ? st.gather_seq(a.y2, l, mb, Phase::kBackward, "y2_full") : a.y2;
   st.linear_wgrad(l, mb, dh1, y2, g.fc1, d.n, d.ffn_in, d.hidden);
   if (y2 != a.y2) st.release(y2);
   st.release(dh1);
@@ -193,9 +234,8 @@ BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dou
     st.kernel(Kernel::kDropoutBwd, Phase::kBackward, l, mb, {nh}, {dx2, a.omask}, {dob}, 0, d.dtype);
     st.release(a.omask);
   }
-  BufferId DO = d.seq_parallel ? st.gather_seq(dob, l, mb, Phase::kBackward, "do_full") : dob;
-  BufferId dctx = st.make("dctx", l, mb, d.n * d.heads * d.head_dim, d.dtype);
-  st.linear_dgrad(l, mb, DO, w.o, dctx, d.n, d.hidden, d.heads * d.head_dim);
+  BufferId dctx = kNoId;
+  BufferId DO = row_parallel_dgrad(st, l, mb, dob, w.o, d.heads * d.head_dim, "do_full", &dctx, "dctx");
   st.linear_wgrad(l, mb, DO, a.ctx, g.o, d.n, d.hidden, d.heads * d.head_dim);
   if (DO != dob) st.release(DO);
   if (dob != dx2) st.release(dob);
@@ -210,10 +250,10 @@ BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dou
   release_core(st, a);
   st.release(a.ctx);
   st.release(a.lse);
+  BufferId y1 = d.seq_parallel ? st.gather_seq(a.y1, l, mb, Phase::kBackward, "y1_full") : a.y1;
   BufferId dy1 = st.make("dy1", l, mb, d.n * d.hidden, d.dtype);
   st.linear_dgrad(l, mb, dqkv, w.qkv, dy1, d.n, d.qkv_out, d.hidden);
   dy1 = st.reduce_partial(dy1, l, mb, Phase::kBackward, "dy1_shard");
-  BufferId y1 = d.seq_parallel ? st.gather_seq(a.y1, l, mb, Phase::kBackward, "y1_full") : a.y1;
   st.linear_wgrad(l, mb, dqkv, y1, g.qkv, d.n, d.qkv_out, d.hidden);
   if (y1 != a.y1) st.release(y1);
   st.release(dqkv);

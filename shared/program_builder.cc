@@ -14,8 +14,11 @@ ProgramBuilder::ProgramBuilder(int rank) {
 void ProgramBuilder::reserve(size_t tasks, size_t buffers) {
   program_.tasks.reserve(tasks);
   program_.buffers.reserve(buffers);
-  access_.reserve(buffers);
+  all_.reserve(buffers);
+  own_.reserve(buffers);
   roots_.reserve(buffers);
+  root_offset_.reserve(buffers);
+  views_of_.reserve(buffers);
 }
 
 BufferId ProgramBuilder::buffer(std::string name, int64_t bytes, DType dtype, BufferRole role,
@@ -31,8 +34,11 @@ BufferId ProgramBuilder::buffer(std::string name, int64_t bytes, DType dtype, Bu
   Access a;
   a.last_write.fill(kNoId);
   a.last_read.fill(kNoId);
-  access_.push_back(a);
+  all_.push_back(a);
+  own_.push_back(a);
   roots_.push_back(program_.buffers.back().id);
+  root_offset_.push_back(0);
+  views_of_.emplace_back();
   return program_.buffers.back().id;
 }
 
@@ -46,6 +52,8 @@ BufferId ProgramBuilder::view(BufferId of, int64_t offset_bytes, int64_t bytes, 
   program_.buffers[id].view_of = of;
   program_.buffers[id].view_offset_bytes = offset_bytes;
   roots_[id] = roots_[of];
+  root_offset_[id] = root_offset_[of] + offset_bytes;
+  views_of_[roots_[id]].push_back(id);
   return id;
 }
 
@@ -76,26 +84,42 @@ TaskId ProgramBuilder::add(Stream s, TaskOp op, const std::vector<BufferId>& rea
     if (need[ds] == kNoId || dep > need[ds]) need[ds] = dep;
   };
   for (TaskId e : extra) want(e);
-  for (BufferId b : reads) {
-    const Access& a = access_[root(b)];
-    for (int k = 0; k < kStreamCount; ++k) want(a.last_write[k]);
-  }
-  for (BufferId b : writes) {
-    const Access& a = access_[root(b)];
-    for (int k = 0; k < kStreamCount; ++k) {
-      want(a.last_write[k]);
-      want(a.last_read[k]);
-    }
-  }
+  for (BufferId b : reads)
+    for_each_conflict(b, [&](const Access& a) {
+      for (int k = 0; k < kStreamCount; ++k) want(a.last_write[k]);
+    });
+  for (BufferId b : writes)
+    for_each_conflict(b, [&](const Access& a) {
+      for (int k = 0; k < kStreamCount; ++k) {
+        want(a.last_write[k]);
+        want(a.last_read[k]);
+      }
+    });
   for (TaskId dep : need)
     if (dep != kNoId) t.deps.push_back(dep);
   std::sort(t.deps.begin(), t.deps.end());
   t.op = std::move(op);
-  for (BufferId b : reads) access_[root(b)].last_read[si] = id;
-  for (BufferId b : writes) access_[root(b)].last_write[si] = id;
+  for (BufferId b : reads) record(b, si, id, false);
+  for (BufferId b : writes) record(b, si, id, true);
   last_on_stream_[si] = id;
   program_.tasks.push_back(std::move(t));
   return id;
+}
+
+template <typename F>
+void ProgramBuilder::for_each_conflict(BufferId b, F&& f) const {
+  const BufferId r = root(b);
+  if (r == b || views_of_[r].empty()) return f(all_[r]);
+  f(own_[r]);
+  const int64_t lo = root_offset_[b], hi = lo + program_.buffers[b].bytes;
+  for (BufferId v : views_of_[r]) {
+    const int64_t vlo = root_offset_[v], vhi = vlo + program_.buffers[v].bytes;
+    if (vlo < hi && lo < vhi) f(own_[v]);
+  }
+}
+
+void ProgramBuilder::record(BufferId b, int stream, TaskId id, bool write) {
+  for (Access* a : {&all_[root(b)], &own_[b]}) (write ? a->last_write : a->last_read)[stream] = id;
 }
 
 TaskId ProgramBuilder::alloc(BufferId b, Stream s, std::initializer_list<TaskId> extra) {

@@ -1,7 +1,10 @@
 // Builds one rank's Program and derives the data dependencies itself: every task that reads a
 // buffer waits for the buffer's last writer on each other stream, and every task that writes it
-// (Alloc and Free included) also waits for its last readers there. Views count as their root
-// buffer. Tasks of one stream are ordered by the stream, so only cross-stream edges are stored.
+// (Alloc and Free included) also waits for its last readers there. An access to a whole buffer
+// meets every access to it and to its views; an access to a view meets the accesses to the whole
+// buffer and to the views whose bytes overlap it, so disjoint parts of one buffer (the row blocks
+// of a ring exchange) are written and read on different streams at once. Tasks of one stream are
+// ordered by the stream, so only cross-stream edges are stored.
 // Generators therefore say what a task touches and on which stream, never how to order it.
 #pragma once
 
@@ -49,10 +52,17 @@ class ProgramBuilder {
   BufferId root(BufferId b) const { return roots_[b]; }
   TaskId add(Stream s, TaskOp op, const std::vector<BufferId>& reads,
              const std::vector<BufferId>& writes, std::initializer_list<TaskId> extra);
+  // Calls f(access record) for every record an access to b must respect.
+  template <typename F>
+  void for_each_conflict(BufferId b, F&& f) const;
+  void record(BufferId b, int stream, TaskId id, bool write);
 
   Program program_;
-  std::vector<Access> access_;  // by root buffer
+  std::vector<Access> all_;      // by root: accesses to the buffer or any of its views
+  std::vector<Access> own_;      // by buffer or view: accesses through that id itself
   std::vector<BufferId> roots_;  // the buffer a view (or a buffer itself) allocates in
+  std::vector<int64_t> root_offset_;               // a view's first byte in its root
+  std::vector<std::vector<BufferId>> views_of_;    // by root: its views (of views too)
   std::array<TaskId, kStreamCount> last_on_stream_;
 };
 

@@ -99,6 +99,7 @@ struct StrategySpec {
   double bucket_mb = 25;
   bool flash_attention = false;
   CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::kAuto;
+  bool tp_comm_overlap = false;  // ring-exchange tensor-parallel comm under the GEMMs
 
   int world_size() const { return dp * tp * pp * sp; }
   // Micro-batches each pipeline runs per iteration: global_batch / (dp * micro_batch).

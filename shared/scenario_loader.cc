@@ -488,6 +488,7 @@ class Resolver {
     spec.global_batch = p.global_batch();
     spec.bucket_mb = p.bucket_mb();
     spec.flash_attention = p.flash_attention();
+    spec.tp_comm_overlap = p.tp_comm_overlap();
 
     // Data parallelism: the rest of the GPUs.
     const int64_t model_parallel = int64_t{spec.tp} * spec.pp * spec.sp;
@@ -613,6 +614,12 @@ class Resolver {
         fail("strategy.sp_mode", "megatron sequence parallelism needs tp = " + num(tp) + " to divide model.seq_len = " +
                                      num(model.seq_len) + see("model.seq_len"));
       }
+    }
+    if (spec.tp_comm_overlap && (spec.sp_mode != SpMode::kMegatron || tp < 2)) {
+      fail("strategy.tp_comm_overlap",
+           "tp_comm_overlap overlaps the all-gathers and reduce-scatters of megatron sequence parallelism: it needs "
+           "sp_mode megatron and tp > 1, got sp_mode " + std::string(to_string(spec.sp_mode)) + ", tp = " + num(tp) +
+               see("strategy.sp_mode") + " (Megatron-Core likewise requires --sequence-parallel)");
     }
     return spec;
   }

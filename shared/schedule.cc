@@ -77,9 +77,13 @@ int Schedule::representative_of(int rank) const {
 }
 
 int Schedule::peer_for(int rank, int peer_of_representative) const {
-  // Coordinates are linear in the rank, and the representative differs from `rank` only on the
-  // dp/tp/sp axes, which a pipeline peer shares with it.
-  return rank + (peer_of_representative - representative_of(rank));
+  if (!generated_) return peer_of_representative;
+  // The representative sits at dp = tp = sp = 0 of `rank`'s stage; a peer is the same offset from
+  // `rank` on the grid, wrapping around each axis (a tensor ring's exchange partner of the last
+  // tensor rank is rank 0; a pipeline peer shares the dp/tp/sp coordinates).
+  const RankGrid& g = *grid_;
+  const RankCoord r = g.coord(rank), p = g.coord(peer_of_representative);
+  return g.rank({(r.dp + p.dp) % g.dp(), p.pp, (r.tp + p.tp) % g.tp(), (r.sp + p.sp) % g.sp()});
 }
 
 GroupId Schedule::group_for(int rank, GroupId group_of_representative) const {

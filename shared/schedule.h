@@ -47,8 +47,10 @@ enum class Stream : uint8_t {
   kH2D,       // host-to-device copies (offload)
   kD2H,       // device-to-host copies (offload)
   kHost,      // work on the host CPU (offloaded optimizer)
+  kTpSend,    // tensor parallelism with comm/GEMM overlap: ring-exchange sends to the next tp rank
+  kTpRecv,    //   and receives from the previous one (strategy.tp_comm_overlap)
 };
-inline constexpr int kStreamCount = 10;
+inline constexpr int kStreamCount = 12;
 
 enum class BufferRole : uint8_t { kParam, kGrad, kOptimizer, kActivation, kWorkspace, kComm };
 inline constexpr int kBufferRoleCount = 6;

@@ -15,6 +15,8 @@ const char* to_string(Stream s) {
     case Stream::kH2D: return "h2d";
     case Stream::kD2H: return "d2h";
     case Stream::kHost: return "host";
+    case Stream::kTpSend: return "tp-send";
+    case Stream::kTpRecv: return "tp-recv";
   }
   return "?";
 }

@@ -4,6 +4,7 @@
 // grad_sync.cc).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -30,6 +31,7 @@ struct StepDims {
   DType dtype = DType::kFp32;
   int tp = 1;
   bool seq_parallel = false;  // Megatron-SP over the tensor group
+  bool tp_overlap = false;    // its gathers and reductions as ring exchanges under the GEMMs
   bool dropout = false;
   bool flash = false;
 };
@@ -109,6 +111,18 @@ struct StepState {
   // [n_local, h] shard (freeing the partial). Returns the reduced buffer.
   BufferId reduce_partial(BufferId partial, int layer, int mb, Phase ph, const char* what);
 };
+
+// tp_overlap.cc (strategy.tp_comm_overlap). A BlockGemm multiplies `rows` rows of `in` into `out`.
+using BlockGemm = std::function<void(BufferId in, BufferId out, int64_t rows)>;
+// Gathers the sequence shard over the tensor ring while gemm() runs on each block as it arrives,
+// writing the matching row block of `out` (rows of out_cols elements). Returns the gathered
+// [n, h] buffer (a comm buffer the caller frees).
+BufferId gather_gemm_overlapped(StepState& st, BufferId shard, int layer, int mb, const char* what,
+                                BufferId out, int64_t out_cols, const BlockGemm& gemm);
+// Runs gemm() on the row blocks of `in` (rows of in_cols elements) into [n_local, h] partials
+// reduced around the tensor ring; returns this rank's reduced sequence shard.
+BufferId gemm_reduce_scatter_overlapped(StepState& st, BufferId in, int64_t in_cols, int layer, int mb, Phase ph,
+                                        const char* what, const BlockGemm& gemm);
 
 // layer_emitter.cc
 void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase phase, BufferId* out);

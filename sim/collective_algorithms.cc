@@ -155,6 +155,10 @@ CollectivePlan plan_collective(CollectiveOp op, const std::vector<int>& members,
         p.network_hops = 2 * floor_log2(N);
         p.nvlink_hops = 2 * (k - 1);
         plan.phases.push_back(std::move(p));
+        // Up the chain and tree, then down: every level holds a chunk of the channel's data.
+        plan.pipeline_depth = 2 * (floor_log2(N) + k - 1) - 1;
+        plan.step_bytes = per_channel;
+        plan.crosses_network = true;
         return plan;
       }
       if (algorithm == Algorithm::kNvls) {
@@ -166,11 +170,18 @@ CollectivePlan plan_collective(CollectiveOp op, const std::vector<int>& members,
         for (size_t i = 0; i < m.size(); ++i) add_flow(p, m[i], m[(i + 1) % m.size()], bytes);
         p.nvlink_hops = 2;
         plan.phases.push_back(std::move(p));
+        // Each member reduces its slice B/n in the switch and multicasts it back; the slices go
+        // through one after another, so the last trails the first by n-1 of them.
+        plan.pipeline_depth = n - 1;
+        plan.step_bytes = bytes / n;
         return plan;
       }
       if (algorithm != Algorithm::kRing) throw Error("sim: all-reduce, all-gather and reduce-scatter run as ring or tree");
       const int steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
       const double chunk = bytes / n;
+      plan.pipeline_depth = steps - 1;
+      plan.step_bytes = chunk;
+      plan.crosses_network = N > 1;
       if (granularity == Granularity::kPhase) {
         CommPhase p = ring_pass(l, chunk * steps);
         ring_hops(l, steps, p);
@@ -196,6 +207,9 @@ CollectivePlan plan_collective(CollectiveOp op, const std::vector<int>& members,
         else add_flow(p, b, a, bytes);
         hop_kind(p, a, b);
       }
+      plan.pipeline_depth = n - 2;
+      plan.step_bytes = bytes;
+      plan.crosses_network = p.network_hops > 0;
       plan.phases.push_back(std::move(p));
       return plan;
     }
@@ -213,8 +227,14 @@ CollectivePlan plan_collective(CollectiveOp op, const std::vector<int>& members,
   return plan;
 }
 
+double pipeline_fill_s(const CollectivePlan& plan, const FabricModel& f, const ProtocolCost& proto) {
+  if (plan.pipeline_depth <= 0 || proto.fill_window_bytes <= 0) return 0;
+  const double bw = (plan.crosses_network ? f.nic_bytes_s : f.nvlink_bytes_s) * proto.efficiency;
+  return plan.pipeline_depth * std::min(plan.step_bytes, proto.fill_window_bytes) / bw;
+}
+
 double uncontended_time(const CollectivePlan& plan, const FabricModel& f, const ProtocolCost& proto) {
-  double total = plan.phases.empty() ? 0.0 : proto.base_s;
+  double total = plan.phases.empty() ? 0.0 : proto.base_s + pipeline_fill_s(plan, f, proto);
   // Link ids: 4 per GPU or NIC: nvlink up/down, nic up/down.
   std::unordered_map<int64_t, double> load;
   for (const CommPhase& p : plan.phases) {

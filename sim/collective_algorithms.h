@@ -69,9 +69,18 @@ struct CommPhase {
   int network_hops = 0;
 };
 
+// NCCL moves a collective through its pipeline (ring steps, tree levels, chain links) in chunks,
+// so the last bytes trail the first by `pipeline_depth` stages, each holding one chunk: a fill
+// and drain time of pipeline_depth * min(step_bytes, window) / bandwidth on the slowest link
+// class the pipeline crosses (pipeline_fill_s). step_bytes is what one stage passes on per
+// step when the message is small (a ring step's B/n); the window (ProtocolCost) caps it for
+// large messages, where NCCL's per-channel buffers bound the bytes in flight.
 struct CollectivePlan {
   Algorithm algorithm = Algorithm::kRing;
   std::vector<CommPhase> phases;
+  int pipeline_depth = 0;
+  double step_bytes = 0;
+  bool crosses_network = false;
 };
 
 // The plan of one collective on `members` (global ranks, group order; `root` indexes them).
@@ -87,7 +96,11 @@ struct ProtocolCost {
   double nvlink_hop_s = 0;
   double network_hop_s = 0;
   double base_s = 0;
+  double fill_window_bytes = 0;  // 0: no pipeline fill (the ideal alpha-beta model)
 };
+
+// The pipeline fill and drain time of a plan (see CollectivePlan), paid once per collective.
+double pipeline_fill_s(const CollectivePlan& plan, const FabricModel& fabric, const ProtocolCost& proto);
 
 // Time of a plan that meets no other traffic: for each phase, the most loaded link's bytes over
 // its bandwidth (max-min sharing of a symmetric phase drains every flow by then), plus its hops.

@@ -18,6 +18,9 @@ constexpr double kProtocolEfficiency[3] = {0.5, 120.0 / 128.0, 1.0};
 // 0.765 of the link rate.
 constexpr double kNvlsEfficiency = 0.61 / 0.80;
 constexpr double kNvlsBaseLatUs = 23.0;  // NCCL 2.18 tuning.cc baseLat, NVLS / Simple
+// Bytes a pipeline stage holds in flight when the message is large (CollectivePlan): fit on the
+// nccl-tests all-reduce curves of traces/reference/ as a whole (docs/sim.md, "pipeline fill").
+constexpr double kFillWindowBytes = 2e6;
 
 }  // namespace
 
@@ -32,6 +35,7 @@ ProtocolCost NcclTuner::cost_of(Algorithm a, Protocol p) const {
   const int pi = static_cast<int>(p);
   c.efficiency = kProtocolEfficiency[pi];
   c.base_s = kBaseLatUs[ai][pi] * 1e-6;
+  c.fill_window_bytes = kFillWindowBytes;
   return c;
 }
 

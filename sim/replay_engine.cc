@@ -768,7 +768,7 @@ void ReplayEngine::phase_flows_done(uint32_t op) {
     const bool local = platform_.same_node(o.src, o.dst);
     latency = local ? fabric_.nvlink_latency_s + o.cost.nvlink_hop_s : fabric_.nic_latency_s + o.cost.network_hop_s;
   }
-  if (o.phase == 0) latency += o.cost.base_s;
+  if (o.phase == 0) latency += o.cost.base_s + pipeline_fill_s(*o.plan, fabric_, o.cost);
   add_timer(now_ + latency, kNetOpPhaseDone, op, 0);
 }
 

@@ -66,7 +66,9 @@ def megatron(binary, timeout, max_gpus):
                 f"strategy.tp={r['tp']}", f"strategy.pp={r['pp']}", f"strategy.dp={r['dp']}",
                 f"strategy.global_batch={r['global_batch']}", "strategy.micro_batch=1", "strategy.dtype=bf16",
                 "strategy.recompute=none", "strategy.flash_attention=true", "strategy.zero_stage=1",
-                f"strategy.sp_mode={'megatron' if int(r['tp']) > 1 else 'none'}"]
+                f"strategy.sp_mode={'megatron' if int(r['tp']) > 1 else 'none'}",
+                # The source says "DP/TP/PP overlap on": Megatron-Core --tp-comm-overlap.
+                f"strategy.tp_comm_overlap={'true' if int(r['tp']) > 1 else 'false'}"]
         label = f"megatron-core {r['name']} (TFLOP/s/GPU)"
         try:
             j, wall = run(binary, sets, timeout)

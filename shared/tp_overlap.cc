@@ -1,0 +1,87 @@
+// Megatron-SP's all-gathers and reduce-scatters as ring exchanges under the GEMMs
+// (strategy.tp_comm_overlap), the way Transformer Engine's userbuffers run them for Megatron-Core
+// --tp-comm-overlap. The sequence-sharded activations are t row blocks of the full [n, h] (block
+// k is tensor rank k's shard); the tensor ranks form a ring, rank i sending to i+1 on kTpSend and
+// receiving from i-1 on kTpRecv, one block per step, while the compute stream multiplies the
+// block it already has. Both sides of every exchange are in the program, so the simulator prices
+// the p2p flows and the real backends move the data.
+#include "shared/step_state.h"
+
+namespace tandem {
+namespace {
+
+constexpr int kTpExchangeTag = 2;  // pipeline messages use 0 (activations) and 1 (gradients)
+
+int tp_neighbour(const StepState& st, int delta) {
+  RankCoord c = st.coord;
+  c.tp = (c.tp + delta + st.d.tp) % st.d.tp;
+  return st.grid.rank(c);
+}
+
+// Row block k of `of`, whose rows are `cols` elements of the activation dtype.
+BufferId block(StepState& st, BufferId of, int k, int64_t cols, const char* what, int layer, int mb) {
+  const int64_t bytes = st.d.n_local * cols * dtype_bytes(st.d.dtype);
+  const std::string name = st.name(what, layer, mb) + ".b" + std::to_string(k);
+  return st.b.view(of, k * bytes, bytes, st.d.dtype, name);
+}
+
+}  // namespace
+
+// Step 0 multiplies this rank's own shard while sending it on; step s receives the block of tensor
+// rank i-s, forwards it (but at the last step) and multiplies it. A GEMM block waits only for its
+// own block's arrival. The gathered buffer is returned whole (the weight gradient reads it).
+BufferId gather_gemm_overlapped(StepState& st, BufferId shard, int layer, int mb, const char* what,
+                                BufferId out, int64_t out_cols, const BlockGemm& gemm) {
+  const StepDims& d = st.d;
+  const int t = d.tp, i = st.coord.tp;
+  const int next = tp_neighbour(st, +1), prev = tp_neighbour(st, -1);
+  BufferId full = st.make(what, layer, mb, d.n * d.hidden, d.dtype, BufferRole::kComm);
+  BufferId own = block(st, full, i, d.hidden, what, layer, mb);
+  st.b.copy(CopyDirection::kD2D, shard, own, Stream::kCompute);
+  st.b.send(next, shard, kTpExchangeTag, mb, Stream::kTpSend);
+  gemm(shard, block(st, out, i, out_cols, "out", layer, mb), d.n_local);
+  for (int s = 1; s < t; ++s) {
+    const int k = (i - s + t) % t;
+    BufferId in = block(st, full, k, d.hidden, what, layer, mb);
+    st.b.recv(prev, in, kTpExchangeTag, mb, Stream::kTpRecv);
+    if (s + 1 < t) st.b.send(next, in, kTpExchangeTag, mb, Stream::kTpSend);
+    gemm(in, block(st, out, k, out_cols, "out", layer, mb), d.n_local);
+  }
+  return full;
+}
+
+// The block of tensor rank j = i-s-1 starts at rank j+1 and travels the ring to j: step s
+// multiplies this rank's part of block j, adds the running sum received from i-1 and sends it to
+// i+1; at the last step the block is this rank's own and the sum is complete. A part is freed one
+// step after its send, so that the send runs under the next GEMM.
+BufferId gemm_reduce_scatter_overlapped(StepState& st, BufferId in, int64_t in_cols, int layer, int mb, Phase ph,
+                                        const char* what, const BlockGemm& gemm) {
+  const StepDims& d = st.d;
+  const int t = d.tp, i = st.coord.tp;
+  const int next = tp_neighbour(st, +1), prev = tp_neighbour(st, -1);
+  const int64_t elems = d.n_local * d.hidden;
+  BufferId sent = kNoId, part = kNoId;
+  for (int s = 0; s < t; ++s) {
+    const int j = (i - s - 1 + t) % t;
+    BufferId partial_sum = kNoId;
+    if (s > 0) {
+      partial_sum = st.make("rs_recv", layer, mb, elems, d.dtype, BufferRole::kComm);
+      st.b.recv(prev, partial_sum, kTpExchangeTag, mb, Stream::kTpRecv);
+    }
+    part = st.make(s + 1 < t ? "rs_part" : what, layer, mb, elems, d.dtype);
+    gemm(block(st, in, j, in_cols, "in", layer, mb), part, d.n_local);
+    if (sent != kNoId) st.release(sent, Stream::kTpSend);
+    sent = kNoId;
+    if (partial_sum != kNoId) {
+      st.kernel(Kernel::kAccumulate, ph, layer, mb, {elems}, {partial_sum}, {part}, 0, d.dtype);
+      st.release(partial_sum);
+    }
+    if (s + 1 < t) {
+      st.b.send(next, part, kTpExchangeTag, mb, Stream::kTpSend);
+      sent = part;
+    }
+  }
+  return part;
+}
+
+}  // namespace tandem
