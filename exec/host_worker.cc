@@ -147,7 +147,8 @@ int run_host_worker(const RunArgs& args) {
     for (double x : wall) mine.push_back(x);
     mine.push_back(double(rt.peak_device_bytes()));
     mine.push_back(double(rt.peak_host_bytes()));
-    mine.push_back(double(memory_profile(rt.program()).peak_device_bytes));
+    // The planner's figure for this rank (pipeline-aware when pp > 1: shared/pipeline_memory.h).
+    mine.push_back(double(memory_profile(schedule, rank).peak_device_bytes));
     const int per = int(mine.size());
     std::vector<double> all(rank == 0 ? size_t(per) * world : 0);
     MPI_Gather(mine.data(), per, MPI_DOUBLE, all.data(), per, MPI_DOUBLE, 0, MPI_COMM_WORLD);

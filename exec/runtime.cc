@@ -23,12 +23,9 @@ const char* kind_of(const Task& t) {
   return "free";
 }
 
-// Pipeline messages stay out of the memory order: a receive buffer must be posted before its
-// message arrives, and a sent buffer is freed when the peer has received it; making either wait
-// for the local memory order can close a cycle between two stages (1F1B).
-bool is_pipeline(Stream s) {
-  return s == Stream::kSendFwd || s == Stream::kSendBwd || s == Stream::kRecvFwd || s == Stream::kRecvBwd;
-}
+// Pipeline messages stay out of the memory order (shared/schedule.h is_pipeline): a receive buffer
+// must be posted before its message arrives, and a sent buffer is freed when the peer has received
+// it; making either wait for the local memory order can close a cycle between two stages (1F1B).
 
 }  // namespace
 
@@ -236,7 +233,10 @@ StepResult Runtime::run_step(int step) {
         progressed = true;
         if (p == kFinished) {
           finish(id, s);
-          continue;
+          // One task per stream and pass: work that finished at once (a host kernel) must not
+          // keep the other streams waiting, since a send, a receive or a collective whose deps
+          // are done starts as soon as possible (shared/schedule.h), as on a GPU.
+          break;
         }
         inflight[s] = p;
         busy[s] = 1;

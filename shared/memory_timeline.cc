@@ -1,6 +1,8 @@
 #include "shared/memory_timeline.h"
 
 #include "shared/error.h"
+#include "shared/pipeline_memory.h"
+#include "shared/rank_grid.h"
 
 namespace tandem {
 
@@ -46,6 +48,11 @@ MemoryProfile memory_profile(const Program& p) {
         prof.model_states.bytes[static_cast<int>(r)] = dev[r];
   });
   return prof;
+}
+
+MemoryProfile memory_profile(const Schedule& s, int rank) {
+  if (s.grid().pp() == 1) return memory_profile(s.program(rank));
+  return pipeline_memory_profiles(s, rank).at(s.grid().coord(rank).pp);
 }
 
 }  // namespace tandem

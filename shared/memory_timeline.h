@@ -1,6 +1,11 @@
 // Memory of one rank over its program, derived from the Alloc/Free tasks in program order (the
 // planner's view; the simulator and the real run account the same tasks in time). Views allocate
 // nothing. Device and host placements are counted apart.
+//
+// memory_profile(schedule, rank) is the planner's per-rank figure, the one `tandem plan` reports
+// and `tandem run` measures against: the program-order walk when the strategy has no pipeline
+// (pp = 1), else the pipeline-aware walk of shared/pipeline_memory.h, where a sent buffer lives
+// until the peer has posted its receive.
 #pragma once
 
 #include <array>
@@ -31,6 +36,10 @@ struct MemoryProfile {
 void walk_memory(const Program& program,
                  const std::function<void(const Task&, const MemoryBreakdown&, int64_t host_bytes)>& visit);
 
+// The program-order walk.
 MemoryProfile memory_profile(const Program& program);
+
+// The planner's profile of one rank of a schedule (see above).
+MemoryProfile memory_profile(const Schedule& schedule, int rank);
 
 }  // namespace tandem

@@ -1,17 +1,20 @@
 #include "shared/plan_summary.h"
 
+#include <map>
 #include <variant>
+
+#include "shared/pipeline_memory.h"
+#include "shared/rank_grid.h"
 
 namespace tandem {
 namespace {
 
-RankPlan plan_rank(const Schedule& s, const RankClass& rc) {
+// Everything but the memory, from the representative's program.
+RankPlan plan_rank(const Schedule& s, const RankClass& rc, const Program& p) {
   RankPlan r;
   r.rank = rc.representative;
   r.count = rc.count;
-  Program p = s.program(rc.representative);
   r.tasks = p.tasks.size();
-  r.memory = memory_profile(p);
   for (const Task& t : p.tasks) {
     if (const Compute* c = std::get_if<Compute>(&t.op)) {
       const double f = c->matmul_flops();
@@ -28,6 +31,42 @@ RankPlan plan_rank(const Schedule& s, const RankClass& rc) {
   return r;
 }
 
+// One RankPlan per class. Without a pipeline each representative's program is walked in program
+// order; with one, the pipeline of each representative not yet covered is walked whole
+// (shared/pipeline_memory.h), which generates every program of it once and gives the profiles
+// of the representatives in it.
+std::vector<RankPlan> plan_ranks(const Schedule& s) {
+  const std::vector<RankClass> classes = s.rank_classes();
+  std::vector<RankPlan> plans(classes.size());
+  if (s.grid().pp() == 1) {
+    for (size_t i = 0; i < classes.size(); ++i) {
+      const Program p = s.program(classes[i].representative);
+      plans[i] = plan_rank(s, classes[i], p);
+      plans[i].memory = memory_profile(p);
+    }
+    return plans;
+  }
+  std::map<int, size_t> class_of;  // representative -> class index
+  for (size_t i = 0; i < classes.size(); ++i) class_of[classes[i].representative] = i;
+  std::vector<char> done(classes.size(), 0);
+  for (size_t i = 0; i < classes.size(); ++i) {
+    if (done[i]) continue;
+    const std::vector<int> ranks = pipeline_ranks(s, classes[i].representative);
+    const std::vector<MemoryProfile> profiles =
+        pipeline_memory_profiles(s, classes[i].representative, [&](const Program& p) {
+          auto it = class_of.find(p.rank);
+          if (it != class_of.end() && !done[it->second]) plans[it->second] = plan_rank(s, classes[it->second], p);
+        });
+    for (size_t stage = 0; stage < ranks.size(); ++stage) {
+      auto it = class_of.find(ranks[stage]);
+      if (it == class_of.end() || done[it->second]) continue;
+      plans[it->second].memory = profiles[stage];
+      done[it->second] = 1;
+    }
+  }
+  return plans;
+}
+
 }  // namespace
 
 PlanSummary summarize(const Schedule& s) {
@@ -36,8 +75,7 @@ PlanSummary summarize(const Schedule& s) {
   sum.parameters = sc.model.parameters();
   sum.tokens_per_iteration = int64_t(sc.strategy.global_batch) * sc.model.seq_len;
   sum.hbm_bytes = sc.cluster.hbm_bytes();
-  for (const RankClass& rc : s.rank_classes()) {
-    RankPlan r = plan_rank(s, rc);
+  for (RankPlan& r : plan_ranks(s)) {
     sum.flops_per_iteration += r.model_flops * r.count;
     sum.hardware_flops_per_iteration += r.hardware_flops * r.count;
     if (r.memory.peak_device_bytes > sum.peak_memory_bytes) {

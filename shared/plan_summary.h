@@ -1,7 +1,9 @@
 // What `tandem plan` reports about a schedule without running it: parameters, flops per
-// iteration, per-rank memory from the Alloc/Free timeline, communication volume per group kind.
-// Ranks are visited one class at a time (Schedule::rank_classes), so a 4096-rank plan generates
-// only one program per pipeline stage.
+// iteration, per-rank memory from the Alloc/Free timeline (memory_profile(schedule, rank):
+// pipeline-aware when pp > 1), communication volume per group kind. Ranks are visited one class at
+// a time (Schedule::rank_classes), so a 4096-rank plan generates only one program per class, or
+// with a pipeline the programs of the pipelines holding the classes' representatives (one
+// pipeline when the classes are its stages), each once.
 #pragma once
 
 #include <array>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include "shared/error.h"
 
@@ -11,93 +12,177 @@ namespace {
 
 constexpr double kUnknown = -1;
 
+enum class Kind : uint8_t { kLocal, kCollective, kSend, kRecv };
+constexpr uint8_t kArrived = 0x80;  // or-ed into a task's kind once it has joined its rendezvous
+
+// What the run needs of a collective or a message.
+struct CommInfo {
+  GroupId group = kNoId;
+  int peer = -1;
+  int tag = 0;
+};
+
+// One rank's program reduced to what timing needs (about 40 bytes a task).
 struct RankState {
-  Program program;
-  std::vector<double> end;                        // kUnknown until finished
-  std::vector<std::vector<TaskId>> streams;       // task ids per stream
-  std::vector<size_t> head;                       // next task per stream
-  std::map<GroupId, int> collective_seq;          // collectives issued per group
+  int rank = -1;
+  std::vector<uint32_t> dep_begin;  // deps of task i: deps[dep_begin[i] .. dep_begin[i+1])
+  std::vector<TaskId> deps;
+  std::vector<double> cost;
+  std::vector<TaskTime>* times = nullptr;    // the run's output; end_s is kUnknown until finished
+  std::vector<uint8_t> kind;                 // Kind, | kArrived
+  std::unordered_map<TaskId, CommInfo> comm;  // collectives and messages
+  std::vector<std::vector<TaskId>> streams;  // task ids per stream
+  std::vector<size_t> head;                  // next task per stream
+  std::map<GroupId, int> collective_seq;     // collectives issued per group
   std::map<std::tuple<int, int, bool>, int> p2p_seq;  // (peer, tag, is_send) -> count
+
+  size_t size() const { return cost.size(); }
 };
 
 // Where the k-th collective of a group, or the k-th message of a pair, waits for its partners.
 struct Rendezvous {
-  std::vector<std::pair<int, TaskId>> arrived;  // (rank, task)
+  std::vector<std::pair<int, TaskId>> arrived;  // (index of the rank in the run, task)
   double ready_s = 0;
 };
 
+RankState load(const Schedule& s, int rank, const TaskCost& cost, const ReferenceOptions& o,
+               const std::vector<int>& index_of, std::vector<TaskTime>& times) {
+  const Program p = s.program(rank);
+  if (o.on_program) o.on_program(p);
+  RankState rs;
+  rs.rank = rank;
+  const size_t n = p.tasks.size();
+  rs.dep_begin.reserve(n + 1);
+  rs.deps.reserve(2 * n);
+  rs.cost.reserve(n);
+  rs.kind.reserve(n);
+  rs.streams.assign(kStreamCount, {});
+  rs.head.assign(kStreamCount, 0);
+  TaskId last_memory_op = kNoId;  // the previous Alloc/Free off the pipeline streams
+  for (const Task& t : p.tasks) {
+    if (t.id != rs.cost.size())
+      throw Error("reference executor: rank " + std::to_string(rank) + ": task ids are not program indices");
+    rs.dep_begin.push_back(uint32_t(rs.deps.size()));
+    rs.deps.insert(rs.deps.end(), t.deps.begin(), t.deps.end());
+    const bool memory_op = std::holds_alternative<Alloc>(t.op) || std::holds_alternative<Free>(t.op);
+    if (o.memory_in_program_order && memory_op && !is_pipeline(t.stream)) {
+      if (last_memory_op != kNoId) rs.deps.push_back(last_memory_op);
+      last_memory_op = t.id;
+    }
+    rs.cost.push_back(cost(rank, p, t));
+    Kind k = Kind::kLocal;
+    if (const Collective* c = std::get_if<Collective>(&t.op)) {
+      k = Kind::kCollective;
+      rs.comm[t.id] = {c->group, -1, 0};
+    } else if (const SendRecv* m = std::get_if<SendRecv>(&t.op)) {
+      if (m->peer < 0 || m->peer >= int(index_of.size()) || index_of[m->peer] < 0)
+        throw Error("reference executor: rank " + std::to_string(rank) + " task " + std::to_string(t.id) +
+                    ": its peer " + std::to_string(m->peer) + " is not among the ranks run");
+      k = m->is_send ? Kind::kSend : Kind::kRecv;
+      rs.comm[t.id] = {kNoId, m->peer, m->tag};
+    }
+    rs.kind.push_back(uint8_t(k));
+    rs.streams[static_cast<int>(t.stream)].push_back(t.id);
+  }
+  rs.dep_begin.push_back(uint32_t(rs.deps.size()));
+  rs.deps.shrink_to_fit();
+  times.assign(n, {kUnknown, kUnknown});
+  rs.times = &times;
+  return rs;
+}
+
 }  // namespace
 
-ReferenceRun run_reference(const Schedule& s, const TaskCost& cost) {
+ReferenceRun run_reference(const Schedule& s, const TaskCost& cost, const ReferenceOptions& o) {
   const int world = s.world_size();
-  std::vector<RankState> ranks(world);
-  size_t remaining = 0;
-  for (int r = 0; r < world; ++r) {
-    RankState& rs = ranks[r];
-    rs.program = s.program(r);
-    rs.end.assign(rs.program.tasks.size(), kUnknown);
-    rs.streams.assign(kStreamCount, {});
-    rs.head.assign(kStreamCount, 0);
-    for (const Task& t : rs.program.tasks) rs.streams[static_cast<int>(t.stream)].push_back(t.id);
-    remaining += rs.program.tasks.size();
+  std::vector<int> run_ranks = o.ranks;
+  if (run_ranks.empty())
+    for (int r = 0; r < world; ++r) run_ranks.push_back(r);
+  std::vector<int> index_of(world, -1);
+  for (size_t i = 0; i < run_ranks.size(); ++i) {
+    const int r = run_ranks[i];
+    if (r < 0 || r >= world || index_of[r] >= 0)
+      throw Error("reference executor: rank " + std::to_string(r) + " is not a rank of the schedule or is named twice");
+    index_of[r] = int(i);
   }
+  const int n_run = int(run_ranks.size());
+  ReferenceRun run;
+  run.times.resize(world);
+  std::vector<RankState> ranks;
+  ranks.reserve(n_run);
+  size_t remaining = 0;
+  for (int r : run_ranks) {
+    ranks.push_back(load(s, r, cost, o, index_of, run.times[r]));
+    remaining += ranks.back().size();
+  }
+  // Members of each group among the ranks run: a collective's rendezvous size.
+  std::vector<int> members(s.groups().size(), -1);
+  auto members_running = [&](GroupId g) {
+    if (members.at(g) < 0) {
+      members[g] = 0;
+      for (int r : s.group(g).ranks) members[g] += index_of.at(r) >= 0;
+    }
+    return size_t(members[g]);
+  };
   std::map<std::pair<GroupId, int>, Rendezvous> collectives;
   std::map<std::tuple<int, int, int, int>, Rendezvous> messages;  // (src, dst, tag, seq)
-  std::vector<std::vector<double>> ready_at(world);
-  for (int r = 0; r < world; ++r) ready_at[r].assign(ranks[r].program.tasks.size(), kUnknown);
 
-  auto finish = [&](int r, TaskId id, double start) {
-    ranks[r].end[id] = start + cost(r, ranks[r].program, ranks[r].program.tasks[id]);
+  auto finish = [&](int i, TaskId id, double start) {
+    const double end = start + ranks[i].cost[id];
+    (*ranks[i].times)[id] = {start, end};
+    run.makespan_s = std::max(run.makespan_s, end);
     --remaining;
   };
 
   bool progress = true;
   while (remaining > 0 && progress) {
     progress = false;
-    for (int r = 0; r < world; ++r) {
-      RankState& rs = ranks[r];
+    for (int i = 0; i < n_run; ++i) {
+      RankState& rs = ranks[i];
+      const std::vector<TaskTime>& times = *rs.times;
       for (int k = 0; k < kStreamCount; ++k) {
         while (rs.head[k] < rs.streams[k].size()) {
           const TaskId id = rs.streams[k][rs.head[k]];
-          const Task& t = rs.program.tasks[id];
-          double ready = rs.head[k] > 0 ? rs.end[rs.streams[k][rs.head[k] - 1]] : 0;
+          double ready = rs.head[k] > 0 ? times[rs.streams[k][rs.head[k] - 1]].end_s : 0;
           bool blocked = false;
-          for (TaskId d : t.deps) {
-            if (rs.end[d] == kUnknown) blocked = true;
-            else ready = std::max(ready, rs.end[d]);
+          for (uint32_t j = rs.dep_begin[id]; j < rs.dep_begin[id + 1]; ++j) {
+            const double e = times[rs.deps[j]].end_s;
+            if (e == kUnknown) {
+              blocked = true;
+              break;
+            }
+            ready = std::max(ready, e);
           }
           if (blocked) break;
-          if (const Collective* c = std::get_if<Collective>(&t.op)) {
-            if (ready_at[r][id] == kUnknown) {  // arrive once
-              ready_at[r][id] = ready;
-              const int seq = rs.collective_seq[c->group]++;
-              Rendezvous& rv = collectives[{c->group, seq}];
-              rv.arrived.push_back({r, id});
-              rv.ready_s = std::max(rv.ready_s, ready);
-              if (rv.arrived.size() == s.group(c->group).ranks.size()) {
-                for (auto [rr, tid] : rv.arrived) finish(rr, tid, rv.ready_s);
-                progress = true;
-              }
-            }
-            if (rs.end[id] == kUnknown) break;
-          } else if (const SendRecv* m = std::get_if<SendRecv>(&t.op)) {
-            if (ready_at[r][id] == kUnknown) {
-              ready_at[r][id] = ready;
-              const int seq = rs.p2p_seq[{m->peer, m->tag, m->is_send}]++;
-              const int src = m->is_send ? r : m->peer, dst = m->is_send ? m->peer : r;
-              Rendezvous& rv = messages[{src, dst, m->tag, seq}];
-              rv.arrived.push_back({r, id});
-              rv.ready_s = std::max(rv.ready_s, ready);
-              if (rv.arrived.size() == 2) {
-                for (auto [rr, tid] : rv.arrived) finish(rr, tid, rv.ready_s);
-                progress = true;
-              }
-            }
-            if (rs.end[id] == kUnknown) break;
-          } else {
-            finish(r, id, ready);
+          const Kind kind = Kind(rs.kind[id] & ~kArrived);
+          if (kind == Kind::kLocal) {
+            finish(i, id, ready);
             progress = true;
+            ++rs.head[k];
+            continue;
           }
+          if (!(rs.kind[id] & kArrived)) {  // arrive once
+            rs.kind[id] |= kArrived;
+            const CommInfo& c = rs.comm.at(id);
+            Rendezvous* rv;
+            size_t expected;
+            if (kind == Kind::kCollective) {
+              rv = &collectives[{c.group, rs.collective_seq[c.group]++}];
+              expected = members_running(c.group);
+            } else {
+              const bool send = kind == Kind::kSend;
+              const int seq = rs.p2p_seq[{c.peer, c.tag, send}]++;
+              rv = &messages[{send ? rs.rank : c.peer, send ? c.peer : rs.rank, c.tag, seq}];
+              expected = 2;
+            }
+            rv->arrived.push_back({i, id});
+            rv->ready_s = std::max(rv->ready_s, ready);
+            if (rv->arrived.size() == expected) {
+              for (auto [ri, tid] : rv->arrived) finish(ri, tid, rv->ready_s);
+              progress = true;
+            }
+          }
+          if (times[id].end_s == kUnknown) break;
           ++rs.head[k];
         }
       }
@@ -106,25 +191,14 @@ ReferenceRun run_reference(const Schedule& s, const TaskCost& cost) {
   if (remaining > 0) {
     std::string msg = "reference executor: deadlock, " + std::to_string(remaining) + " tasks cannot run;";
     int shown = 0;
-    for (int r = 0; r < world && shown < 8; ++r)
+    for (int i = 0; i < n_run && shown < 8; ++i)
       for (int k = 0; k < kStreamCount && shown < 8; ++k)
-        if (ranks[r].head[k] < ranks[r].streams[k].size()) {
-          msg += " rank " + std::to_string(r) + " " + to_string(static_cast<Stream>(k)) + " waits at task " +
-                 std::to_string(ranks[r].streams[k][ranks[r].head[k]]) + ";";
+        if (ranks[i].head[k] < ranks[i].streams[k].size()) {
+          msg += " rank " + std::to_string(ranks[i].rank) + " " + to_string(static_cast<Stream>(k)) +
+                 " waits at task " + std::to_string(ranks[i].streams[k][ranks[i].head[k]]) + ";";
           ++shown;
         }
     throw Error(msg);
-  }
-  ReferenceRun run;
-  run.times.resize(world);
-  for (int r = 0; r < world; ++r) {
-    const Program& p = ranks[r].program;
-    run.times[r].resize(p.tasks.size());
-    for (const Task& t : p.tasks) {
-      const double end = ranks[r].end[t.id];
-      run.times[r][t.id] = {end - cost(r, p, t), end};
-      run.makespan_s = std::max(run.makespan_s, end);
-    }
   }
   return run;
 }

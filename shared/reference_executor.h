@@ -1,8 +1,13 @@
 // The stand-in backend (leveldb's in-memory Env, for schedules): runs every rank's program in
 // dependency order with fixed task costs, no network and no contention. A stream runs its tasks in
 // order; a task starts when its stream is free and its dependencies have finished; a collective
-// starts when every member has reached it, a send/receive pair when both ends have. Used to test
-// the generators (pipeline bubbles, deadlock freedom) without SimGrid or MPI.
+// starts when every member has reached it, a send/receive pair when both ends have (so a send
+// finishes no earlier than the peer posts its receive: a rendezvous, as MPI and NCCL run large
+// messages). Used to test the generators (pipeline bubbles, deadlock freedom) without SimGrid or
+// MPI, and by the planner's pipeline-aware memory walk (shared/pipeline_memory.h).
+//
+// A run keeps per task only what timing needs (stream, deps, kind, cost), not the programs, so
+// that a 16-stage pipeline of GPT-3 175B (16 x 180k tasks) runs in about a hundred MB.
 #pragma once
 
 #include <functional>
@@ -17,13 +22,26 @@ struct TaskTime {
 };
 
 struct ReferenceRun {
-  std::vector<std::vector<TaskTime>> times;  // [rank][task]
+  std::vector<std::vector<TaskTime>> times;  // [rank][task]; empty for ranks not run
   double makespan_s = 0;
 };
 
 using TaskCost = std::function<double(int rank, const Program&, const Task&)>;
 
+struct ReferenceOptions {
+  // The ranks to run (empty: every rank). A collective then waits only for the members of its
+  // group among them: the others are taken to progress as the members that run do (data-parallel
+  // replicas and the tensor-parallel ranks of a stage run the same program on other data). A
+  // message's peer must be among them.
+  std::vector<int> ranks;
+  // Alloc and Free tasks off the pipeline streams run in program order among themselves, as the
+  // real runtime runs them (exec/runtime.cc, shared/schedule.h is_pipeline).
+  bool memory_in_program_order = false;
+  // Sees each program once, when it is generated, before the run drops it.
+  std::function<void(const Program&)> on_program;
+};
+
 // Throws Error describing the blocked tasks when the schedule cannot complete.
-ReferenceRun run_reference(const Schedule& schedule, const TaskCost& cost);
+ReferenceRun run_reference(const Schedule& schedule, const TaskCost& cost, const ReferenceOptions& options = {});
 
 }  // namespace tandem

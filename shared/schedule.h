@@ -52,6 +52,14 @@ enum class Stream : uint8_t {
 };
 inline constexpr int kStreamCount = 12;
 
+// The four pipeline streams. Their Alloc and Free tasks stay out of the runtime's program-order
+// memory walk (exec/runtime.cc): a receive buffer is allocated when the receive is posted, and a
+// sent buffer freed when its send completes, i.e. once the peer has posted the matching receive;
+// shared/pipeline_memory.h models when that is.
+inline bool is_pipeline(Stream s) {
+  return s == Stream::kSendFwd || s == Stream::kSendBwd || s == Stream::kRecvFwd || s == Stream::kRecvBwd;
+}
+
 enum class BufferRole : uint8_t { kParam, kGrad, kOptimizer, kActivation, kWorkspace, kComm };
 inline constexpr int kBufferRoleCount = 6;
 enum class Placement : uint8_t { kDevice, kHost, kNvme };

@@ -1,0 +1,73 @@
+// The planner's pipeline-aware memory walk (shared/pipeline_memory.h) against the program-order
+// walk, on the tiny GPT (tests/shared/schedule_test_util.h: 4 layers, hidden 64, seq 32, micro-batch
+// 2, 4 micro-batches, fp32) split in two pipeline stages of two layers each.
+//
+// The one buffer the two walks disagree on, derived by hand for 1F1B with 2 stages:
+//  - stage 0 runs F0 F1 B0 F2 B1 F3 B2 B3, stage 1 runs F0 B0 F1 B1 F2 B2 F3 B3;
+//  - stage 0's program-order peak comes after F1, when it allocates for B0 (the receive buffer of
+//    micro-batch 0's gradient and the first backward outputs) before that gradient arrives. The
+//    program-order walk has freed F1's output x1 just before, right after its send;
+//  - x1's send completes only when stage 1 posts the receive of micro-batch 1, which it does after
+//    its F0 and B0. Stage 1 starts F0 after stage 0's F0 and B0 costs twice F0 in matrix flops, so
+//    stage 1 posts it after stage 0 has finished F1 (which costs what stage 0's F0 does): at
+//    stage 0's peak x1 is live. x0 is not: stage 1 posted its first receive at once.
+//  - so stage 0 peaks one sent activation higher: [micro_batch * seq, hidden] fp32
+//    = 2 * 32 * 64 * 4 = 16384 bytes (tensor parallelism splits no activation between stages:
+//    each tensor-parallel rank sends the whole [tokens, hidden]).
+//  - stage 1's sends are gradients dx_k, sent at the end of its B_k; stage 0 posted their receive
+//    after its F_{k+1}, earlier, so they leave at once, and stage 1's peak (the head's logits and
+//    their gradient in B_k, before any send) is the program-order one.
+#include <gtest/gtest.h>
+
+#include "schedule_test_util.h"
+#include "shared/memory_timeline.h"
+#include "shared/pipeline_memory.h"
+#include "shared/rank_grid.h"
+#include "shared/schedule.h"
+
+namespace tandem {
+namespace {
+
+constexpr int64_t kActivationBytes = 2 * 32 * 64 * 4;  // micro_batch * seq * hidden * fp32
+
+int64_t program_order_peak(const Schedule& s, int rank) { return memory_profile(s.program(rank)).peak_device_bytes; }
+
+TEST(PipelineMemory, OneFOneBStageZeroHoldsOneSentActivationMore) {
+  Schedule s(testing::tiny({"cluster.gpus=2", "strategy.pp=2", "strategy.pp_schedule=1f1b"}));
+  const std::vector<MemoryProfile> prof = pipeline_memory_profiles(s, 0);
+  ASSERT_EQ(prof.size(), 2u);
+  EXPECT_EQ(prof[0].peak_device_bytes - program_order_peak(s, 0), kActivationBytes);
+  EXPECT_EQ(prof[1].peak_device_bytes - program_order_peak(s, 1), 0);
+  // The planner's per-rank figure is this walk's, from either end of the pipeline.
+  EXPECT_EQ(memory_profile(s, 0).peak_device_bytes, prof[0].peak_device_bytes);
+  EXPECT_EQ(memory_profile(s, 1).peak_device_bytes, prof[1].peak_device_bytes);
+  EXPECT_EQ(pipeline_memory_profiles(s, 1)[0].peak_device_bytes, prof[0].peak_device_bytes);
+  // The extra bytes are activations; model states are the program's prologue either way.
+  const MemoryProfile plain = memory_profile(s.program(0));
+  EXPECT_EQ(prof[0].at_peak[BufferRole::kActivation] - plain.at_peak[BufferRole::kActivation], kActivationBytes);
+  EXPECT_EQ(prof[0].model_states.total(), plain.model_states.total());
+}
+
+TEST(PipelineMemory, TensorParallelStagesWalkTheirOwnPipeline) {
+  // tp 2 x pp 2 (1F1B is the default schedule): pipelines {0, 2} and {1, 3}; the tensor-parallel
+  // all-reduces of a stage wait for no one outside the pipeline. Same derivation as above.
+  Schedule s(testing::tiny({"cluster.gpus=4", "strategy.tp=2", "strategy.pp=2"}));
+  EXPECT_EQ(pipeline_ranks(s, 1), (std::vector<int>{1, 3}));
+  for (int r = 0; r < 4; ++r) {
+    const int64_t extra = s.grid().coord(r).pp == 0 ? kActivationBytes : 0;
+    EXPECT_EQ(memory_profile(s, r).peak_device_bytes - program_order_peak(s, r), extra) << "rank " << r;
+  }
+}
+
+TEST(PipelineMemory, WithoutAPipelineItIsTheProgramOrderWalk) {
+  Schedule s(testing::tiny({"cluster.gpus=2", "strategy.zero_stage=3"}));
+  for (int r = 0; r < 2; ++r) {
+    const MemoryProfile a = memory_profile(s, r), b = memory_profile(s.program(r));
+    EXPECT_EQ(a.peak_device_bytes, b.peak_device_bytes);
+    EXPECT_EQ(a.peak_task, b.peak_task);
+    EXPECT_EQ(pipeline_memory_profiles(s, r).at(0).peak_device_bytes, b.peak_device_bytes);
+  }
+}
+
+}  // namespace
+}  // namespace tandem
