@@ -31,8 +31,8 @@ using TaskCost = std::function<double(int rank, const Program&, const Task&)>;
 struct ReferenceOptions {
   // The ranks to run (empty: every rank). A collective then waits only for the members of its
   // group among them: the others are taken to progress as the members that run do (data-parallel
-  // replicas and the tensor-parallel ranks of a stage run the same program on other data). A
-  // message's peer must be among them.
+  // replicas and the tensor-parallel ranks of a stage run the same program on other data), and
+  // a message to or from a rank not run (a tensor ring's neighbour) is met on time.
   std::vector<int> ranks;
   // Alloc and Free tasks off the pipeline streams run in program order among themselves, as the
   // real runtime runs them (exec/runtime.cc, shared/schedule.h is_pipeline).

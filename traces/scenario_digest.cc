@@ -115,6 +115,7 @@ std::string scenario_canonical_text(const Scenario& s) {
   t.add("strategy.bucket_mb", st.bucket_mb);
   t.add("strategy.flash_attention", st.flash_attention);
   t.add("strategy.collective_algorithm", to_string(st.collective_algorithm));
+  t.add("strategy.tp_comm_overlap", st.tp_comm_overlap);
 
   t.add("seed", uint64_t{s.seed});
   return t.take();

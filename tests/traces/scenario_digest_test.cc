@@ -88,6 +88,7 @@ std::vector<Mutation> strategy_mutations() {
       {"strategy.flash_attention", [](Scenario& s) { s.strategy.flash_attention = !s.strategy.flash_attention; }},
       {"strategy.collective_algorithm",
        [](Scenario& s) { s.strategy.collective_algorithm = CollectiveAlgorithm::kTree; }},
+      {"strategy.tp_comm_overlap", [](Scenario& s) { s.strategy.tp_comm_overlap = !s.strategy.tp_comm_overlap; }},
   };
 }
 

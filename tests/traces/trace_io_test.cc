@@ -180,8 +180,8 @@ TEST(TraceIo, RejectsInconsistentTraces) {
   }
   {
     proto::Trace t = sample_trace();
-    t.mutable_ranks(0)->mutable_events()->set_stream(0, 10);
-    EXPECT_CONTAINS(error_of(t), "stream 10 out of range");
+    t.mutable_ranks(0)->mutable_events()->set_stream(0, kStreamCount);
+    EXPECT_CONTAINS(error_of(t), "stream " + std::to_string(kStreamCount) + " out of range");
   }
   {
     proto::Trace t = sample_trace();
