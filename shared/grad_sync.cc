@@ -154,6 +154,18 @@ void emit_persistent_state(StepState& st) {
   if (st.lay.units.back().kind == ParamUnit::Kind::kHead) st.loss = st.make("loss", -1, -1, 1, DType::kFp32);
 }
 
+void emit_param_gathers(StepState& st) {
+  const int zero = zero_stage(st);
+  if ((zero != 1 && zero != 2) || !st.sc.strategy.overlap_param_gather) return;
+  // The shards the previous iteration's optimizer updated, gathered in the order the forward
+  // first uses them (buckets are in backward order). On the first iteration the shards hold the
+  // initial values every rank already has, so the losses are those of the gather-after-step order.
+  const int e = dtype_bytes(st.d.dtype);
+  for (size_t k = st.buckets.size(); k-- > 0;)
+    dp_collective(st, CollectiveOp::kAllGather, st.buckets[k].param_shard, st.buckets[k].param,
+                  st.lay.buckets[k].elements * e, Phase::kForward, st.gids.dp(st.coord));
+}
+
 void ensure_params(StepState& st, int unit, bool forward) {
   if (zero_stage(st) < 3) return;
   const int k = st.lay.bucket_of_unit[unit];
@@ -282,7 +294,7 @@ void emit_optimizer(StepState& st) {
       st.b.copy(CopyDirection::kH2D, hparam, param, Stream::kH2D);
       st.b.free(hparam, Stream::kH2D);
     }
-    if (zero == 1 || zero == 2)
+    if ((zero == 1 || zero == 2) && !st.sc.strategy.overlap_param_gather)
       dp_collective(st, CollectiveOp::kAllGather, bb.param_shard, bb.param, gb.elements * e, Phase::kOptimizer,
                     st.gids.dp(st.coord));
     st.release(zero < 2 ? bb.grad : bb.grad_shard);

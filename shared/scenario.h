@@ -100,6 +100,7 @@ struct StrategySpec {
   bool flash_attention = false;
   CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::kAuto;
   bool tp_comm_overlap = false;  // ring-exchange tensor-parallel comm under the GEMMs
+  bool overlap_param_gather = false;  // ZeRO-1/2 parameter all-gather at the next forward
 
   int world_size() const { return dp * tp * pp * sp; }
   // Micro-batches each pipeline runs per iteration: global_batch / (dp * micro_batch).

@@ -489,6 +489,13 @@ class Resolver {
     spec.bucket_mb = p.bucket_mb();
     spec.flash_attention = p.flash_attention();
     spec.tp_comm_overlap = p.tp_comm_overlap();
+    spec.overlap_param_gather = p.overlap_param_gather();
+    if (spec.overlap_param_gather && spec.zero_stage != 1 && spec.zero_stage != 2) {
+      fail("strategy.overlap_param_gather", "overlap_param_gather moves the parameter all-gather of ZeRO stages 1 and 2; "
+                                            "it needs zero_stage 1 or 2, got " + num(spec.zero_stage) +
+                                                see("strategy.zero_stage") +
+                                                " (stage 3 gathers ahead of every use already)");
+    }
 
     // Data parallelism: the rest of the GPUs.
     const int64_t model_parallel = int64_t{spec.tp} * spec.pp * spec.sp;

@@ -113,6 +113,7 @@ Program StepGenerator::generate(int rank) const {
   const size_t work = size_t(st.micro_batches) * (st.lay.units.size() + 2);
   st.b.reserve(work * 100 + 1024, work * 40 + 1024);
   emit_persistent_state(st);
+  emit_param_gathers(st);
   const StrategySpec& s = sc_.strategy;
   for (const PipeOp& op : pipeline_order(s.pp_schedule, s.pp, st.coord.pp, st.micro_batches, s.virtual_stages)) {
     if (op.forward) forward(st, op.chunk, op.microbatch);

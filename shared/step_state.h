@@ -134,6 +134,7 @@ void emit_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x);
 BufferId emit_head_backward(StepState& st, int unit, int chunk, int mb);
 // grad_sync.cc: persistent state, ZeRO gathers, gradient reduction, optimizer.
 void emit_persistent_state(StepState& st);
+void emit_param_gathers(StepState& st);  // strategy.overlap_param_gather
 void ensure_params(StepState& st, int unit, bool forward);
 void release_params_after(StepState& st, int unit, bool forward);
 void ensure_grads(StepState& st, int unit);

@@ -230,7 +230,10 @@ CollectivePlan plan_collective(CollectiveOp op, const std::vector<int>& members,
 double pipeline_fill_s(const CollectivePlan& plan, const FabricModel& f, const ProtocolCost& proto) {
   if (plan.pipeline_depth <= 0 || proto.fill_window_bytes <= 0) return 0;
   const double bw = (plan.crosses_network ? f.nic_bytes_s : f.nvlink_bytes_s) * proto.efficiency;
-  return plan.pipeline_depth * std::min(plan.step_bytes, proto.fill_window_bytes) / bw;
+  // A connection holds at most NCCL_STEPS (8) chunks in flight (NCCL's FIFO depth), so a longer
+  // pipeline (a ring over many nodes) does not trail by more than that.
+  constexpr int kNcclSteps = 8;
+  return std::min(plan.pipeline_depth, kNcclSteps) * std::min(plan.step_bytes, proto.fill_window_bytes) / bw;
 }
 
 double uncontended_time(const CollectivePlan& plan, const FabricModel& f, const ProtocolCost& proto) {

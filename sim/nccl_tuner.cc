@@ -20,7 +20,7 @@ constexpr double kNvlsEfficiency = 0.61 / 0.80;
 constexpr double kNvlsBaseLatUs = 23.0;  // NCCL 2.18 tuning.cc baseLat, NVLS / Simple
 // Bytes a pipeline stage holds in flight when the message is large (CollectivePlan): fit on the
 // nccl-tests all-reduce curves of traces/reference/ as a whole (docs/sim.md, "pipeline fill").
-constexpr double kFillWindowBytes = 2e6;
+constexpr double kFillWindowBytes = 3e6;
 
 }  // namespace
 

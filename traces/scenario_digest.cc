@@ -116,6 +116,7 @@ std::string scenario_canonical_text(const Scenario& s) {
   t.add("strategy.flash_attention", st.flash_attention);
   t.add("strategy.collective_algorithm", to_string(st.collective_algorithm));
   t.add("strategy.tp_comm_overlap", st.tp_comm_overlap);
+  t.add("strategy.overlap_param_gather", st.overlap_param_gather);
 
   t.add("seed", uint64_t{s.seed});
   return t.take();

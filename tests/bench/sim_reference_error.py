@@ -68,7 +68,10 @@ def megatron(binary, timeout, max_gpus):
                 "strategy.recompute=none", "strategy.flash_attention=true", "strategy.zero_stage=1",
                 f"strategy.sp_mode={'megatron' if int(r['tp']) > 1 else 'none'}",
                 # The source says "DP/TP/PP overlap on": Megatron-Core --tp-comm-overlap.
-                f"strategy.tp_comm_overlap={'true' if int(r['tp']) > 1 else 'false'}"]
+                f"strategy.tp_comm_overlap={'true' if int(r['tp']) > 1 else 'false'}",
+                "strategy.overlap_param_gather=true",
+                # Megatron-Core's DDP bucket: max(40M, 1M * dp) parameters (distributed_data_parallel.py).
+                f"strategy.bucket_mb={max(40e6, 1e6 * int(r['dp'])) * 2 / 2**20:.1f}"]
         label = f"megatron-core {r['name']} (TFLOP/s/GPU)"
         try:
             j, wall = run(binary, sets, timeout)

@@ -89,6 +89,8 @@ std::vector<Mutation> strategy_mutations() {
       {"strategy.collective_algorithm",
        [](Scenario& s) { s.strategy.collective_algorithm = CollectiveAlgorithm::kTree; }},
       {"strategy.tp_comm_overlap", [](Scenario& s) { s.strategy.tp_comm_overlap = !s.strategy.tp_comm_overlap; }},
+      {"strategy.overlap_param_gather",
+       [](Scenario& s) { s.strategy.overlap_param_gather = !s.strategy.overlap_param_gather; }},
   };
 }
 
