@@ -54,6 +54,12 @@ const Strategy kStrategies[] = {
     {"dp2_zero2", "-n 2 --set strategy.zero_stage=2"},
     {"dp2_zero3", "-n 2 --set strategy.zero_stage=3"},
     {"megatron_sp_tp2", "-n 2 --set strategy.tp=2 --set strategy.sp_mode=megatron"},
+    // Megatron-SP's gathers and reduce-scatters as ring exchanges on the tp streams
+    // (shared/tp_overlap.cc): row blocks received into views of one buffer while GEMMs run on
+    // the others. tp 4 has middle ring steps (forwarded blocks, partial sums received and sent
+    // on) that tp 2 has not.
+    {"tp2_megatron_overlap", "-n 2 --set strategy.tp=2 --set strategy.sp_mode=megatron --set strategy.tp_comm_overlap=true"},
+    {"tp4_megatron_overlap", "-n 4 --set strategy.tp=4 --set strategy.sp_mode=megatron --set strategy.tp_comm_overlap=true"},
     {"full_recompute", "-n 1 --set strategy.recompute=full"},
 };
 

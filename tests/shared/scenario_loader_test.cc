@@ -491,6 +491,29 @@ TEST(scenario_loader, MegatronSequenceParallelism) {
                "strategy.sp_mode", {"tp_mode 1d only", "not 2d"});
 }
 
+TEST(scenario_loader, TpCommOverlapNeedsMegatronSpAndTensorParallelism) {
+  // The base doc has tp 2, pp 2 on 8 GPUs. The overlap turns Megatron-SP's all-gathers and
+  // reduce-scatters into ring exchanges, so it needs both: sp_mode megatron and tp > 1.
+  const Doc on = Doc().set("strategy.tp_comm_overlap", "true");
+  // sp_mode none (the default): rejected, blamed on the overlap's line.
+  expect_error(on, "strategy.tp_comm_overlap", {"tp_comm_overlap", "sp_mode megatron and tp > 1", "sp_mode none"});
+  // sp_mode ring with sp 2 (tp 2 x sp 2 x dp 2): a valid grid, still not Megatron-SP.
+  expect_error(Doc(on).set("strategy.pp", "1").set("strategy.sp", "2").set("strategy.sp_mode", "\"ring\""),
+               "strategy.tp_comm_overlap", {"sp_mode megatron and tp > 1", "sp_mode ring"});
+  // Megatron-SP with tp 1 (pp 2 x dp 4): nothing to exchange.
+  const Doc megatron = Doc(on).set("strategy.sp_mode", "\"megatron\"");
+  expect_error(Doc(megatron).set("strategy.tp", "1"), "strategy.tp_comm_overlap",
+               {"sp_mode megatron and tp > 1", "tp = 1"});
+  // From the command line too: the message starts with the --set that turned it on.
+  const std::string message = error_of(Doc(), {"strategy.tp_comm_overlap=true"});
+  EXPECT_EQ(message.rfind("--set strategy.tp_comm_overlap=true (over bad.textproto): strategy.tp_comm_overlap: ", 0),
+            0u)
+      << message;
+  // Megatron-SP with tp 2: accepted; off by default.
+  EXPECT_TRUE(parse(megatron).strategy.tp_comm_overlap);
+  EXPECT_FALSE(parse(Doc().set("strategy.sp_mode", "\"megatron\"")).strategy.tp_comm_overlap);
+}
+
 TEST(scenario_loader, ZeroStage) {
   expect_error(Doc().set("strategy.zero_stage", "4"), "strategy.zero_stage", {"0, 1, 2 or 3", "got 4"});
   expect_error(Doc().set("strategy.zero_stage", "-1"), "strategy.zero_stage", {"0, 1, 2 or 3"});
