@@ -1,7 +1,7 @@
 // The NCCL pipeline fill term (sim/collective_algorithms.h, CollectivePlan):
-//   fill = pipeline_depth * min(step_bytes, window) / (bottleneck link bytes/s * protocol efficiency)
-// paid once per collective, with the window 2e6 bytes that NcclTuner::cost_of gives every
-// protocol and 0 in ideal mode. Depths: ring steps - 1 (2(n-1) steps for all-reduce, n-1 for
+//   fill = min(pipeline_depth, 8) * min(step_bytes, window) / (bottleneck bytes/s * protocol efficiency)
+// paid once per collective (8 = NCCL_STEPS, the chunks a connection holds in flight), with the
+// window 3e6 bytes that NcclTuner::cost_of gives every protocol and 0 in ideal mode. Depths: ring steps - 1 (2(n-1) steps for all-reduce, n-1 for
 // all-gather and reduce-scatter), NVLS n-1, tree 2(floor(log2 N) + k - 1) - 1, chain n-2; step
 // bytes: B/n (ring, NVLS), B/C (tree, C channels), B (chain).
 //
@@ -57,23 +57,23 @@ TEST(PipelineFill, TheFabricFigures) {
   expect_rel(f.nic_bytes_s, 23.875e9, "nic");
   expect_rel(f.nvlink_latency_s, 3e-6, "nvlink latency");
   const ProtocolCost simple = NcclTuner(f, false).cost_of(Algorithm::kRing, Protocol::kSimple);
-  EXPECT_EQ(simple.fill_window_bytes, 2e6);
+  EXPECT_EQ(simple.fill_window_bytes, 3e6);
   EXPECT_EQ(simple.efficiency, 1.0);
   expect_rel(simple.base_s, 8.4e-6, "ring/Simple base latency (NCCL 2.18 tuning.cc)");
 }
 
 TEST(PipelineFill, RingAllReduceOnOneNodeBothRegimes) {
-  // n = 8 on one node: 2(n-1) = 14 ring steps, depth 13, step bytes B/8, NVLink-bound.
+  // n = 8 on one node: 2(n-1) = 14 ring steps, depth 13 (8 in flight), step bytes B/8, NVLink-bound.
   const FabricModel f = a100_fabric(8);
   NcclTuner tuner(f, false);
   struct Case {
     double bytes, want_simple_s;
   };
   const Case cases[] = {
-      // B/n = 4e6 / 8 = 5e5 < 2e6 (the window): fill = 13 * 5e5 / 240e9 = 27.083 us.
-      {4e6, 13 * 5e5 / 240e9},
-      // B/n = 64e6 / 8 = 8e6 > 2e6: the window caps it: fill = 13 * 2e6 / 240e9 = 108.33 us.
-      {64e6, 13 * 2e6 / 240e9},
+      // B/n = 4e6 / 8 = 5e5 < 3e6 (the window): fill = 8 * 5e5 / 240e9 = 16.667 us.
+      {4e6, 8 * 5e5 / 240e9},
+      // B/n = 64e6 / 8 = 8e6 > 3e6: the window caps it: fill = 8 * 3e6 / 240e9 = 100 us.
+      {64e6, 8 * 3e6 / 240e9},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE("bytes " + std::to_string(c.bytes));
@@ -105,7 +105,7 @@ TEST(PipelineFill, UncontendedTimeIncludesItExactlyOnce) {
       SCOPED_TRACE("bytes " + std::to_string(bytes) + (g == Granularity::kStep ? " step" : " phase"));
       const CollectivePlan plan = plan_collective(CollectiveOp::kAllReduce, range(8), -1, bytes, Algorithm::kRing, g, f);
       EXPECT_EQ(plan.phases.size(), g == Granularity::kStep ? 14u : 1u);
-      const double fill = 13 * std::min(bytes / 8, 2e6) / 240e9;
+      const double fill = 8 * std::min(bytes / 8, 3e6) / 240e9;
       const double rest = 8.4e-6 + 14.0 / 8 * bytes / 240e9 + 14 * 3e-6;
       expect_rel(uncontended_time(plan, f, simple), rest + fill, "with fill", 1e-9);
       expect_rel(uncontended_time(plan, f, no_fill), rest, "without", 1e-9);
@@ -117,11 +117,11 @@ TEST(PipelineFill, ReplayPaysItOncePerCollective) {
   // The same collective simulated on the preset cluster (forced ring, Simple), through the closed
   // form and through SimGrid flows, with one phase or one per ring step: the replay adds the
   // fill at the first phase only (replay_engine.cc phase_flows_done). B = 64e6: rest = 8.4 us +
-  // 1.75 * 64e6 / 240e9 + 42 us = 517.07 us, fill 108.33 us; a fill per step would add 13 more
-  // (13 x 108.33 = 1408 us more), a missing fill would take 17 % off: far outside the 1 % tolerance.
+  // 1.75 * 64e6 / 240e9 + 42 us = 517.07 us, fill 8 * 3e6 / 240e9 = 100 us; a fill per step would
+  // add 13 more (1300 us), a missing fill would take 16 % off: far outside the 1 % tolerance.
   const ClusterSpec c = a100_cluster(8);
   const double bytes = 64e6;
-  const double want = 8.4e-6 + 14.0 / 8 * bytes / 240e9 + 14 * 3e-6 + 13 * 2e6 / 240e9;
+  const double want = 8.4e-6 + 14.0 / 8 * bytes / 240e9 + 14 * 3e-6 + 8 * 3e6 / 240e9;
   for (bool closed : {true, false})
     for (Granularity g : {Granularity::kPhase, Granularity::kStep}) {
       SCOPED_TRACE(std::string(closed ? "closed form" : "flows") + (g == Granularity::kStep ? ", step" : ", phase"));
@@ -149,20 +149,20 @@ TEST(PipelineFill, DepthAndStepOfEachAlgorithm) {
     const CollectivePlan p = plan_collective(op, range(8), -1, B, Algorithm::kRing, Granularity::kPhase, f);
     EXPECT_EQ(p.pipeline_depth, 6);
     EXPECT_EQ(p.step_bytes, B / 8);
-    expect_rel(pipeline_fill_s(p, f, simple), 6 * 2e6 / 240e9, to_string(op));
+    expect_rel(pipeline_fill_s(p, f, simple), 6 * 3e6 / 240e9, to_string(op));
   }
-  // Ring all-reduce over 4 nodes x 8: 2 * 31 = 62 steps, depth 61, B/32 = 2e6 per step (exactly
-  // the window), NIC-bound: 61 * 2e6 / 23.875e9.
+  // Ring all-reduce over 4 nodes x 8: 2 * 31 = 62 steps, depth 61 of which 8 in flight, B/32 =
+  // 2e6 per step (under the window), NIC-bound: 8 * 2e6 / 23.875e9.
   {
     const CollectivePlan p = plan_collective(CollectiveOp::kAllReduce, range(32), -1, B, Algorithm::kRing,
                                              Granularity::kPhase, f);
     EXPECT_EQ(p.pipeline_depth, 61);
     EXPECT_TRUE(p.crosses_network);
-    expect_rel(pipeline_fill_s(p, f, simple), 61 * 2e6 / 23.875e9, "ring across nodes");
+    expect_rel(pipeline_fill_s(p, f, simple), 8 * 2e6 / 23.875e9, "ring across nodes");
   }
   // Tree all-reduce over the same 4 nodes x 8 GPUs: N = 4, k = 8, C = 8 channels (8 NICs):
-  // depth 2(floor(log2 4) + 8 - 1) - 1 = 17, step B/8 = 8e6 > window: 17 * 2e6 / 23.875e9; with
-  // a small B = 4e6, B/8 = 5e5: 17 * 5e5 / 23.875e9.
+  // depth 2(floor(log2 4) + 8 - 1) - 1 = 17 of which 8 in flight, step B/8 = 8e6 > window:
+  // 8 * 3e6 / 23.875e9; with a small B = 4e6, B/8 = 5e5: 8 * 5e5 / 23.875e9.
   {
     const CollectivePlan p = plan_collective(CollectiveOp::kAllReduce, range(32), -1, B, Algorithm::kTree,
                                              Granularity::kPhase, f);
@@ -170,20 +170,20 @@ TEST(PipelineFill, DepthAndStepOfEachAlgorithm) {
     EXPECT_EQ(p.step_bytes, B / 8);
     EXPECT_TRUE(p.crosses_network);
     const ProtocolCost tree = tuner.cost_of(Algorithm::kTree, Protocol::kSimple);
-    expect_rel(pipeline_fill_s(p, f, tree), 17 * 2e6 / 23.875e9, "tree");
+    expect_rel(pipeline_fill_s(p, f, tree), 8 * 3e6 / 23.875e9, "tree");
     const CollectivePlan small = plan_collective(CollectiveOp::kAllReduce, range(32), -1, 4e6, Algorithm::kTree,
                                                  Granularity::kPhase, f);
-    expect_rel(pipeline_fill_s(small, f, tree), 17 * 5e5 / 23.875e9, "small tree");
+    expect_rel(pipeline_fill_s(small, f, tree), 8 * 5e5 / 23.875e9, "small tree");
   }
   // Broadcast chain on 8 GPUs of one node: depth n-2 = 6, the whole B per link (capped by the
-  // window): 6 * 2e6 / 240e9; 1e6 bytes: 6 * 1e6 / 240e9.
+  // window): 6 * 3e6 / 240e9; 1e6 bytes: 6 * 1e6 / 240e9.
   {
     const CollectivePlan p = plan_collective(CollectiveOp::kBroadcast, range(8), 0, B, Algorithm::kRing,
                                              Granularity::kPhase, f);
     EXPECT_EQ(p.pipeline_depth, 6);
     EXPECT_EQ(p.step_bytes, B);
     EXPECT_FALSE(p.crosses_network);
-    expect_rel(pipeline_fill_s(p, f, simple), 6 * 2e6 / 240e9, "chain");
+    expect_rel(pipeline_fill_s(p, f, simple), 6 * 3e6 / 240e9, "chain");
     const CollectivePlan small = plan_collective(CollectiveOp::kBroadcast, range(8), 0, 1e6, Algorithm::kRing,
                                                  Granularity::kPhase, f);
     expect_rel(pipeline_fill_s(small, f, simple), 6 * 1e6 / 240e9, "small chain");
