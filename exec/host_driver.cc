@@ -30,7 +30,7 @@ void need(const Compute& c, size_t in, size_t out) {
   if (c.inputs.size() < in || c.outputs.size() < out)
     throw Error(std::string("exec: kernel ") + to_string(c.kernel) + " needs " + std::to_string(in) + " inputs and " +
                     std::to_string(out) + " outputs",
-                1);
+                ErrorKind::kInternal);
 }
 
 }  // namespace
@@ -60,7 +60,7 @@ std::string HostDriver::machine() const {
 void* HostDriver::allocate(int64_t bytes, Placement) {
   const size_t n = size_t((bytes + 63) / 64 * 64);
   void* p = std::aligned_alloc(64, n == 0 ? 64 : n);
-  if (!p) throw Error("exec: out of host memory allocating " + std::to_string(bytes) + " bytes", 3);
+  if (!p) throw Error("exec: out of host memory allocating " + std::to_string(bytes) + " bytes", ErrorKind::kOutOfMemory);
   std::memset(p, 0, n == 0 ? 64 : n);
   return p;
 }
@@ -188,7 +188,7 @@ Pending HostDriver::compute(const Compute& c, const std::vector<void*>& in, cons
     }
     case Kernel::kCrossEntropyBwd:
       need(c, 4, 1);
-      if (d[3] <= 0) throw Error("exec: cross-entropy backward without tokens_in_batch (dims[3])", 1);
+      if (d[3] <= 0) throw Error("exec: cross-entropy backward without tokens_in_batch (dims[3])", ErrorKind::kInternal);
       cpu::cross_entropy_backward(F(in[0]), d[0], d[1], I(in[1]), d[2], F(in[2]), F(in[3]), 1.0f / float(d[3]),
                                   F(out[0]));
       break;
@@ -205,12 +205,12 @@ Pending HostDriver::compute(const Compute& c, const std::vector<void*>& in, cons
 }
 
 Pending HostDriver::collective(const Collective& c, void* in, void* out) {
-  if (!comm_) throw Error("exec: a collective in a one-rank run without a communicator", 1);
+  if (!comm_) throw Error("exec: a collective in a one-rank run without a communicator", ErrorKind::kInternal);
   return comm_->collective(c, in, out);
 }
 
 Pending HostDriver::p2p(const SendRecv& m, void* buffer) {
-  if (!comm_) throw Error("exec: a message in a one-rank run without a communicator", 1);
+  if (!comm_) throw Error("exec: a message in a one-rank run without a communicator", ErrorKind::kInternal);
   return comm_->p2p(m, buffer);
 }
 

@@ -62,7 +62,7 @@ void barrier(int rank, double timeout_s, int step) {
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s)
       abort_job(rank, "no progress for " + std::to_string(timeout_s) + " s, waiting at the barrier before step " +
                           std::to_string(step + 1) + " for the other ranks",
-                4);
+                exit_code_of(ErrorKind::kStalled));
     sched_yield();
   }
 }
@@ -239,7 +239,7 @@ int run_host_worker(const RunArgs& args) {
   } catch (const Error& e) {
     abort_job(rank, e.what(), e.exit_code());
   } catch (const std::exception& e) {
-    abort_job(rank, std::string("internal error: ") + e.what(), 1);
+    abort_job(rank, std::string("internal error: ") + e.what(), exit_code_of(ErrorKind::kInternal));
   }
   MPI_Finalize();
   return 0;

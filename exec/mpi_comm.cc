@@ -12,7 +12,7 @@ void check(int rc, const char* what) {
     char msg[MPI_MAX_ERROR_STRING];
     int len = 0;
     MPI_Error_string(rc, msg, &len);
-    throw Error(std::string("exec: ") + what + " failed: " + std::string(msg, size_t(len)), 5);
+    throw Error(std::string("exec: ") + what + " failed: " + std::string(msg, size_t(len)), ErrorKind::kFault);
   }
 }
 
@@ -85,7 +85,7 @@ bool MpiComm::test(Pending p) {
 
 Pending MpiComm::collective(const Collective& c, void* in, void* out) {
   if (c.group >= comms_.size() || comms_[c.group] == MPI_COMM_NULL)
-    throw Error("exec: rank " + std::to_string(rank_) + " is not in group " + std::to_string(c.group), 1);
+    throw Error("exec: rank " + std::to_string(rank_) + " is not in group " + std::to_string(c.group), ErrorKind::kInternal);
   MPI_Comm comm = comms_[c.group];
   const int size = int(schedule_.group(c.group).ranks.size());
   const int me = index_[c.group];
@@ -104,7 +104,7 @@ Pending MpiComm::collective(const Collective& c, void* in, void* out) {
       char* slot = static_cast<char*>(out) + me * chunk * e;
       const void* send = in == slot ? MPI_IN_PLACE : in;
       if (send != MPI_IN_PLACE && overlaps(in, chunk * e, out, c.bytes))
-        throw Error("exec: all-gather input overlaps its output off the rank's slot", 1);
+        throw Error("exec: all-gather input overlaps its output off the rank's slot", ErrorKind::kInternal);
       check(MPI_Iallgather(send, int(chunk), type, out, int(chunk), type, comm, &op.request), "MPI_Iallgather");
       break;
     }

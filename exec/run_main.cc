@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
     cargv.push_back(nullptr);
     std::cout.flush();
     execvp("mpirun", cargv.data());
-    throw Error("cannot start mpirun (is openmpi-bin installed?)", 1);
+    throw Error("cannot start mpirun (is openmpi-bin installed?)", ErrorKind::kFault);
   } catch (const Error& e) {
     std::cerr << "tandem run: " << e.what() << "\n";
     return e.exit_code();

@@ -80,7 +80,7 @@ void* Runtime::address(BufferId id) const {
   if (!base)
     throw Error("exec: rank " + std::to_string(rank_) + ": buffer " + program_.buffers[id].name +
                     " is used while not allocated",
-                1);
+                ErrorKind::kInternal);
   return static_cast<char*>(base) + root_offset_[id];
 }
 
@@ -93,8 +93,8 @@ std::vector<void*> Runtime::addresses(const std::vector<BufferId>& ids) const {
 
 void Runtime::allocate(BufferId root) {
   const Buffer& b = program_.buffers.at(root);
-  if (b.is_view()) throw Error("exec: rank " + std::to_string(rank_) + ": Alloc of view " + b.name, 1);
-  if (memory_[root]) throw Error("exec: rank " + std::to_string(rank_) + ": buffer " + b.name + " allocated twice", 1);
+  if (b.is_view()) throw Error("exec: rank " + std::to_string(rank_) + ": Alloc of view " + b.name, ErrorKind::kInternal);
+  if (memory_[root]) throw Error("exec: rank " + std::to_string(rank_) + ": buffer " + b.name + " allocated twice", ErrorKind::kInternal);
   memory_[root] = driver_.allocate(b.bytes, b.placement);
   if (b.placement == Placement::kDevice) {
     device_ += b.bytes;
@@ -107,7 +107,7 @@ void Runtime::allocate(BufferId root) {
 
 void Runtime::release(BufferId root) {
   const Buffer& b = program_.buffers.at(root);
-  if (!memory_[root]) throw Error("exec: rank " + std::to_string(rank_) + ": buffer " + b.name + " freed twice", 1);
+  if (!memory_[root]) throw Error("exec: rank " + std::to_string(rank_) + ": buffer " + b.name + " freed twice", ErrorKind::kInternal);
   driver_.release(memory_[root], b.bytes, b.placement);
   memory_[root] = nullptr;
   if (b.placement == Placement::kDevice) device_ -= b.bytes;
@@ -258,7 +258,7 @@ StepResult Runtime::run_step(int step) {
             waiting = streams_[s][head[s]];
       throw Error("no progress for " + std::to_string(options_.timeout_s) +
                       " s in step " + std::to_string(step + 1) + ", waiting on " + describe(waiting),
-                  4);
+                  ErrorKind::kStalled);
     }
     sched_yield();
   }

@@ -343,7 +343,7 @@ void ReplayEngine::operator()() {
     active_.clear();
   } catch (const Error& e) {
     error_ = e.what();
-    error_code_ = e.exit_code();
+    error_kind_ = e.kind();
     for (auto& c : active_) c->cancel();
     active_.clear();
     return;
@@ -675,7 +675,7 @@ void ReplayEngine::launch(uint32_t op) {
           const CollectivePlan p = plan_collective(c.op, schedule_.group(lane_groups_[o.group][lane]).ranks,
                                                    std::max(0, c.root), double(c.bytes), tune.algorithm,
                                                    options_.granularity, fabric_);
-          if (p.phases.size() != m->phases.size()) throw Error("sim: internal: tensor-parallel lanes plan differently", 1);
+          if (p.phases.size() != m->phases.size()) throw Error("sim: internal: tensor-parallel lanes plan differently", ErrorKind::kInternal);
           for (size_t i = 0; i < p.phases.size(); ++i)
             m->phases[i].flows.insert(m->phases[i].flows.end(), p.phases[i].flows.begin(), p.phases[i].flows.end());
         }

@@ -52,7 +52,7 @@ class ReplayEngine {
   // A schedule that cannot run (mismatched posts, deadlock, bad buffer) stops the replay; the
   // message is kept here because exceptions must not leave a SimGrid actor.
   bool failed() const { return !error_.empty(); }
-  Error error() const { return Error(error_, error_code_); }
+  Error error() const { return Error(error_, error_kind_); }
 
  private:
   struct ProgramInfo;
@@ -156,7 +156,7 @@ class ReplayEngine {
 
   SimResult result_;
   std::string error_;
-  int error_code_ = 2;
+  ErrorKind error_kind_ = ErrorKind::kBadInput;
 };
 
 }  // namespace tandem::sim

@@ -29,7 +29,7 @@ SimResult simulate_isolated(const Schedule& schedule, const SimOptions& options)
 
 SimResult run_here(const Schedule& schedule, const SimOptions& options) {
   static bool used = false;
-  if (used) throw Error("sim: SimGrid runs once per process; use SimOptions::isolate", 1);
+  if (used) throw Error("sim: SimGrid runs once per process; use SimOptions::isolate", ErrorKind::kInternal);
   used = true;
   const Scenario& sc = schedule.scenario();
   const ClusterSpec& cl = sc.cluster;
@@ -121,7 +121,7 @@ class Reader {
 
  private:
   void need(size_t n) {
-    if (at_ + n > s_.size()) throw Error("sim: truncated result from the simulation process", 1);
+    if (at_ + n > s_.size()) throw Error("sim: truncated result from the simulation process", ErrorKind::kInternal);
   }
   const std::string& s_;
   size_t at_ = 0;
@@ -216,9 +216,9 @@ namespace {
 SimResult simulate_isolated(const Schedule& schedule, const SimOptions& options) {
   std::fflush(nullptr);  // or the child would write the parent's pending output a second time
   int fds[2];
-  if (::pipe(fds) != 0) throw Error(std::string("sim: pipe: ") + std::strerror(errno), 1);
+  if (::pipe(fds) != 0) throw Error(std::string("sim: pipe: ") + std::strerror(errno), ErrorKind::kFault);
   const pid_t pid = ::fork();
-  if (pid < 0) throw Error(std::string("sim: fork: ") + std::strerror(errno), 1);
+  if (pid < 0) throw Error(std::string("sim: fork: ") + std::strerror(errno), ErrorKind::kFault);
   if (pid == 0) {
     // Child: simulate, send back status byte (0 result, 1 error) and payload, and leave without
     // running the parent's atexit handlers or destructors (_exit is the only exit a fork child may take).
@@ -264,7 +264,7 @@ SimResult simulate_isolated(const Schedule& schedule, const SimOptions& options)
   if (data.empty())
     throw Error("sim: the simulation process died" +
                     (WIFSIGNALED(status) ? " (signal " + std::to_string(WTERMSIG(status)) + ")" : std::string()),
-                1);
+                ErrorKind::kInternal);
   Reader rd(data);
   uint8_t kind;
   rd.pod(kind);
@@ -273,7 +273,7 @@ SimResult simulate_isolated(const Schedule& schedule, const SimOptions& options)
     std::string msg;
     rd.pod(code);
     rd.str(msg);
-    throw Error(msg, code);
+    throw Error(msg, ErrorKind(code));
   }
   SimResult r;
   decode(rd, r);

@@ -62,7 +62,7 @@ void* CachingAllocator::allocate(int64_t bytes) {
 void CachingAllocator::release(void* p) {
   auto it = live_blocks_.find(p);
   if (it == live_blocks_.end())
-    throw Error("exec: device allocator: release of a pointer that is not live (unknown or released twice)", 1);
+    throw Error("exec: device allocator: release of a pointer that is not live (unknown or released twice)", ErrorKind::kInternal);
   const Live l = it->second;
   live_blocks_.erase(it);
   live_ -= l.requested;

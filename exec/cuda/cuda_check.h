@@ -12,19 +12,18 @@
 
 namespace tandem::exec {
 
-inline constexpr int kCudaErrorExit = 5;
 
 inline void check_cuda(cudaError_t rc, const char* call) {
   if (rc != cudaSuccess)
     throw Error(std::string("exec: ") + call + " failed: " + cudaGetErrorName(rc) + ": " + cudaGetErrorString(rc),
-                kCudaErrorExit);
+                ErrorKind::kFault);
 }
 
 inline void check_cublas(cublasStatus_t rc, const char* call) {
   if (rc != CUBLAS_STATUS_SUCCESS)
     throw Error(std::string("exec: ") + call + " failed: " + cublasGetStatusName(rc) + ": " +
                     cublasGetStatusString(rc),
-                kCudaErrorExit);
+                ErrorKind::kFault);
 }
 
 // comm may be null; when given, NCCL's last error (ncclGetLastError) is appended.
@@ -33,7 +32,7 @@ inline void check_nccl(ncclResult_t rc, const char* call, ncclComm_t comm = null
     std::string msg = std::string("exec: ") + call + " failed: " + ncclGetErrorString(rc);
     const char* last = ncclGetLastError(comm);
     if (last && *last) msg += std::string(" (") + last + ")";
-    throw Error(msg, kCudaErrorExit);
+    throw Error(msg, ErrorKind::kFault);
   }
 }
 

@@ -60,7 +60,7 @@ void need(const Compute& c, size_t in, size_t out) {
   if (c.inputs.size() < in || c.outputs.size() < out)
     throw Error(std::string("exec: kernel ") + to_string(c.kernel) + " needs " + std::to_string(in) + " inputs and " +
                     std::to_string(out) + " outputs",
-                1);
+                ErrorKind::kInternal);
 }
 
 // The kernel reads buffer `id` as `want`: anything else is a schedule the driver cannot run.
@@ -69,7 +69,7 @@ void expect(const Compute& c, const DispatchContext& dc, BufferId id, DType want
   if (b.dtype != want)
     throw Error(std::string("exec: the CUDA driver's ") + to_string(c.kernel) + " kernel reads " + b.name + " as " +
                     to_string(want) + ", the schedule gives it " + to_string(b.dtype),
-                1);
+                ErrorKind::kInternal);
 }
 
 // Runs a kernels/cuda call, turning its std exceptions into Error.
@@ -80,7 +80,7 @@ void call(const Compute& c, F&& f) {
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
-    throw Error(std::string("exec: CUDA kernel ") + to_string(c.kernel) + ": " + e.what(), kCudaErrorExit);
+    throw Error(std::string("exec: CUDA kernel ") + to_string(c.kernel) + ": " + e.what(), ErrorKind::kFault);
   }
 }
 
@@ -135,7 +135,7 @@ void host_adam(const Compute& c, const std::vector<void*>& in, const std::vector
   }
   for (int i = 1; i < 4; ++i)
     if (dc.program->buffers.at(c.outputs[size_t(i)]).placement == Placement::kDevice)
-      throw Error("exec: host Adam with " + dc.program->buffers[c.outputs[size_t(i)]].name + " on the device", 1);
+      throw Error("exec: host Adam with " + dc.program->buffers[c.outputs[size_t(i)]].name + " on the device", ErrorKind::kInternal);
   call(c, [&] {
     kernels::cpu::adamw_step(F(out[0]), grad, F(out[1]), F(out[2]), n, o.lr, o.beta1, o.beta2, o.eps, o.weight_decay,
                              ctx.step + 1);
@@ -166,7 +166,7 @@ void device_adam(const Compute& c, const std::vector<void*>& in, const std::vect
       check_cuda(cudaMemcpyAsync(out[3], out[0], size_t(n) * 4, cudaMemcpyDeviceToDevice, dc.stream),
                  "cudaMemcpyAsync (Adam master to parameter)");
   } else {
-    if (out[3] == out[0]) throw Error("exec: bf16 Adam needs an fp32 master distinct from the parameter", 1);
+    if (out[3] == out[0]) throw Error("exec: bf16 Adam needs an fp32 master distinct from the parameter", ErrorKind::kInternal);
     call(c, [&] {
       kc::adamw_step(F(out[0]), P<bf16>(in[0]), F(out[1]), F(out[2]), n, o.lr, o.beta1, o.beta2, o.eps,
                      o.weight_decay, ctx.step + 1, P<bf16>(out[3]), dc.stream);
@@ -345,7 +345,7 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
       break;
     case Kernel::kCrossEntropyBwd:
       need(c, 4, 1);
-      if (d[3] <= 0) throw Error("exec: cross-entropy backward without tokens_in_batch (dims[3])", 1);
+      if (d[3] <= 0) throw Error("exec: cross-entropy backward without tokens_in_batch (dims[3])", ErrorKind::kInternal);
       expect(c, dc, c.inputs[0], t);
       expect(c, dc, c.outputs[0], t);
       call(c, [&] {

@@ -43,7 +43,7 @@ ncclDataType_t nccl_type(DType t) {
     case DType::kInt32: return ncclInt32;
     case DType::kUint8: return ncclUint8;
   }
-  throw Error("exec: no NCCL type for this dtype", 1);
+  throw Error("exec: no NCCL type for this dtype", ErrorKind::kInternal);
 }
 
 bool overlaps(const void* a, int64_t an, const void* b, int64_t bn) {
@@ -167,7 +167,7 @@ CudaDriver::CudaDriver(const Schedule& schedule, int rank) : impl_(std::make_uni
     throw Error("exec: rank " + std::to_string(rank) + ": no CUDA device: " +
                     (rc != cudaSuccess ? std::string(cudaGetErrorName(rc)) + ": " + cudaGetErrorString(rc)
                                        : std::string("cudaGetDeviceCount found 0")),
-                kCudaErrorExit);
+                ErrorKind::kFault);
   m.device = rank % count;
   check_cuda(cudaSetDevice(m.device), "cudaSetDevice");
   check_cuda(cudaGetDeviceProperties(&m.props, m.device), "cudaGetDeviceProperties");
@@ -223,7 +223,7 @@ void* CudaDriver::allocate(int64_t bytes, Placement placement) {
   const cudaError_t rc = cudaHostAlloc(&p, n, cudaHostAllocDefault);
   if (rc == cudaErrorMemoryAllocation) {
     (void)cudaGetLastError();
-    throw Error("exec: out of pinned host memory allocating " + std::to_string(bytes) + " bytes", 3);
+    throw Error("exec: out of pinned host memory allocating " + std::to_string(bytes) + " bytes", ErrorKind::kOutOfMemory);
   }
   check_cuda(rc, "cudaHostAlloc");
   std::memset(p, 0, n);
@@ -237,7 +237,7 @@ void CudaDriver::release(void* p, int64_t, Placement placement) {
     m.allocator->release(p);
     return;
   }
-  if (m.pinned.erase(p) == 0) throw Error("exec: release of host memory the CUDA driver did not allocate", 1);
+  if (m.pinned.erase(p) == 0) throw Error("exec: release of host memory the CUDA driver did not allocate", ErrorKind::kInternal);
   check_cuda(cudaFreeHost(p), "cudaFreeHost");
 }
 
@@ -299,7 +299,7 @@ Pending CudaDriver::collective(const Collective& c, void* in, void* out) {
   const int size = m.comms->group_size(c.group);
   const int me = m.comms->index_in_group(c.group);
   if (me < 0)
-    throw Error("exec: rank " + std::to_string(m.rank) + " is not in group " + std::to_string(c.group), 1);
+    throw Error("exec: rank " + std::to_string(m.rank) + " is not in group " + std::to_string(c.group), ErrorKind::kInternal);
   if (size == 1) {  // every collective of one member leaves its input as its output
     const Pending p = m.begin(&c, s, nullptr);
     if (in != out)
@@ -320,14 +320,14 @@ Pending CudaDriver::collective(const Collective& c, void* in, void* out) {
     case CollectiveOp::kAllGather: {
       // In place when the input is the rank's slot of the output (NCCL's and MPI's rule).
       if (in != C(out) + me * int64_t(chunk) * e && overlaps(in, int64_t(chunk) * e, out, c.bytes))
-        throw Error("exec: all-gather input overlaps its output off the rank's slot", 1);
+        throw Error("exec: all-gather input overlaps its output off the rank's slot", ErrorKind::kInternal);
       check_nccl(ncclAllGather(in, out, chunk, type, comm, s), "ncclAllGather", comm);
       break;
     }
     case CollectiveOp::kReduceScatter: {
       // NCCL allows the output to be the rank's slot of the input (ZeRO's gradient shard).
       if (out != C(in) + me * int64_t(chunk) * e && overlaps(out, int64_t(chunk) * e, in, c.bytes))
-        throw Error("exec: reduce-scatter output overlaps its input off the rank's slot", 1);
+        throw Error("exec: reduce-scatter output overlaps its input off the rank's slot", ErrorKind::kInternal);
       check_nccl(ncclReduceScatter(in, out, chunk, type, red, comm, s), "ncclReduceScatter", comm);
       break;
     }

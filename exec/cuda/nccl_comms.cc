@@ -16,7 +16,7 @@ void check_mpi(int rc, const char* call) {
     char msg[MPI_MAX_ERROR_STRING];
     int len = 0;
     MPI_Error_string(rc, msg, &len);
-    throw Error(std::string("exec: ") + call + " failed: " + std::string(msg, size_t(len)), kCudaErrorExit);
+    throw Error(std::string("exec: ") + call + " failed: " + std::string(msg, size_t(len)), ErrorKind::kFault);
   }
 }
 
@@ -27,7 +27,7 @@ void require_mpi(int rank) {
     throw Error("exec: rank " + std::to_string(rank) +
                     ": the CUDA driver needs MPI to set up NCCL for a program with collectives or messages "
                     "(run it through `tandem run`)",
-                1);
+                ErrorKind::kInternal);
 }
 
 }  // namespace
@@ -102,7 +102,7 @@ NcclComms::~NcclComms() {
 ncclComm_t NcclComms::group(GroupId id) const {
   if (id >= groups_.size() || !groups_[id])
     throw Error("exec: rank " + std::to_string(rank_) + " has no NCCL communicator for group " + std::to_string(id),
-                1);
+                ErrorKind::kInternal);
   return groups_[id];
 }
 
@@ -113,7 +113,7 @@ ncclComm_t NcclComms::channel(int from, int to, int tag) const {
   if (it == channels_.end())
     throw Error("exec: rank " + std::to_string(rank_) + " has no NCCL channel for messages " + std::to_string(from) +
                     " -> " + std::to_string(to) + " tag " + std::to_string(tag),
-                1);
+                ErrorKind::kInternal);
   return it->second;
 }
 

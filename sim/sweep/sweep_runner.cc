@@ -75,7 +75,7 @@ class Decoder {
 
  private:
   void need(size_t n) {
-    if (at_ + n > d_.size()) throw Error("sweep: truncated result from a point's process", 1);
+    if (at_ + n > d_.size()) throw Error("sweep: truncated result from a point's process", ErrorKind::kInternal);
   }
   const std::string& d_;
   size_t at_ = 0;
@@ -231,7 +231,7 @@ PointResult evaluate_point(const std::string& scenario_path, const std::vector<s
     r.mfu = s.mfu;
     r.peak_memory_bytes = s.peak_memory_bytes;
   } catch (const Error& e) {
-    r.status = e.exit_code() == 2 ? PointStatus::kInvalid : PointStatus::kError;
+    r.status = e.kind() == ErrorKind::kBadInput ? PointStatus::kInvalid : PointStatus::kError;
     r.reason = e.what();
   } catch (const std::exception& e) {
     r.status = PointStatus::kError;
@@ -258,9 +258,9 @@ SweepTable run_sweep(const std::string& scenario_path, const std::vector<std::st
       for (const std::string& a : grid.assignments(next)) overrides.push_back(a);
       std::fflush(nullptr);  // or the child would write the parent's pending output again
       int fds[2];
-      if (::pipe(fds) != 0) throw Error(std::string("sweep: pipe: ") + std::strerror(errno), 1);
+      if (::pipe(fds) != 0) throw Error(std::string("sweep: pipe: ") + std::strerror(errno), ErrorKind::kFault);
       const pid_t pid = ::fork();
-      if (pid < 0) throw Error(std::string("sweep: fork: ") + std::strerror(errno), 1);
+      if (pid < 0) throw Error(std::string("sweep: fork: ") + std::strerror(errno), ErrorKind::kFault);
       if (pid == 0) {
         ::close(fds[0]);
         for (const Running& r : running) ::close(r.fd);
@@ -275,7 +275,7 @@ SweepTable run_sweep(const std::string& scenario_path, const std::vector<std::st
     std::vector<pollfd> fds;
     for (const Running& r : running) fds.push_back({r.fd, POLLIN, 0});
     const int n = ::poll(fds.data(), fds.size(), 500);
-    if (n < 0 && errno != EINTR) throw Error(std::string("sweep: poll: ") + std::strerror(errno), 1);
+    if (n < 0 && errno != EINTR) throw Error(std::string("sweep: poll: ") + std::strerror(errno), ErrorKind::kFault);
     if (n <= 0) {
       progress();
       continue;

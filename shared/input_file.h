@@ -1,0 +1,21 @@
+// Reading a user's input file whole (scenario, cluster preset, calibration profile, trace) with
+// the checks hostile input needs: the path must name a regular file (a device, FIFO or directory
+// is refused: /dev/zero would never end), and its size must be at most `max_bytes` (checked on
+// the opened file, so a file swapped after the check is still bounded). Errors are bad input and
+// name the path, what the file was to be, and the reason.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tandem {
+
+// Input size limits, generous for what each file holds and small enough to refuse garbage.
+inline constexpr int64_t kMaxScenarioBytes = int64_t(16) << 20;     // scenario and preset text
+inline constexpr int64_t kMaxProfileBytes = int64_t(1) << 30;       // calibration profile
+inline constexpr int64_t kMaxTraceBytes = int64_t(64) << 30;        // measured or predicted trace
+
+// `what` names the role in messages ("scenario", "cluster preset", "calibration profile").
+std::string read_input_file(const std::string& path, const char* what, int64_t max_bytes);
+
+}  // namespace tandem
