@@ -24,7 +24,7 @@ class MemoryLedger {
   // Thrown when an allocation does not fit; the report is in the result given to the constructor.
   class OutOfMemory {};
 
-  // `units`: replayed states; `fold`: ranks per state; `result`: receives samples and the report.
+  // `fold`: ranks per replayed state; `result`: receives the memory samples and the OOM report.
   MemoryLedger(const Schedule& schedule, const SimOptions& options, const Platform& platform, int fold,
                SimResult& result);
 
