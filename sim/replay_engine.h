@@ -22,22 +22,35 @@
 // copy and collective of a group spanning units still launches the flows of all tp lanes (lane m
 // of a unit talks to lane m of its peers), so all contending traffic is in SimGrid. Ranks of a
 // unit get the unit's timings and statistics.
+//
+// Parts (docs/sim.md "Replay"): ReplayEngine is the event loop: it starts tasks when their
+// stream and deps allow, finishes them, accounts each state's time, and delegates the rest:
+//   ProgramInfo (program_info.h)      per-program analysis: streams, task costs, compute fusion
+//   FoldPlanner (fold_planner.h)      exclusive groups (closed forms) and tensor-parallel folding
+//   NetOpMatcher (net_op_matcher.h)   matching collective and p2p posts into network ops
+//   FlowLauncher (flow_launcher.h)    network ops as SimGrid flows: plans, phases, latency, lanes
+//   MemoryLedger (memory_ledger.h)    Alloc/Free accounting, peaks, memory samples, OOM report
+//   TimerQueue (timer_queue.h)        the replay's own events (compute ends, phase latencies)
+//   deadlock_report (deadlock_report.h), ReplayProgress (replay_progress.h)
 #pragma once
 
-#include <array>
-#include <cstdint>
-#include <map>
-#include <tuple>
 #include <memory>
-#include <queue>
-#include <unordered_map>
+#include <optional>
+#include <string>
 #include <vector>
 
-#include <simgrid/s4u.hpp>
-
 #include "shared/error.h"
+#include "sim/flow_launcher.h"
+#include "sim/fold_planner.h"
+#include "sim/memory_ledger.h"
 #include "sim/nccl_tuner.h"
+#include "sim/net_op.h"
+#include "sim/net_op_matcher.h"
+#include "sim/program_info.h"
+#include "sim/rank_state.h"
+#include "sim/replay_progress.h"
 #include "sim/simulation.h"
+#include "sim/timer_queue.h"
 
 namespace tandem::sim {
 
@@ -55,48 +68,18 @@ class ReplayEngine {
   Error error() const { return Error(error_, error_kind_); }
 
  private:
-  struct ProgramInfo;
-  struct RankState;
-  struct NetOp;
-  struct Party {
-    int32_t unit;  // index in ranks_ (the rank itself unless folded)
-    TaskId task;
-    double issued_s;
-  };
-  struct Timer {
-    double t;
-    uint64_t seq;
-    uint8_t kind;
-    uint32_t a, b, c;
-    bool operator>(const Timer& o) const { return t != o.t ? t > o.t : seq > o.seq; }
-  };
-  enum TimerKind : uint8_t { kComputeDone, kNetOpPhaseDone };
-  class Oom {};
-
   void prepare();
-  std::shared_ptr<ProgramInfo> analyse(Program program) const;
-  void scan_exclusive_groups();
-  int choose_fold();
-  int unit_of(int rank) const { return rank / fold_; }
   void run_loop();
-  void pump(int rank);
+  void count_event();
+  void pump(int unit);
   bool deps_done(const RankState& r, const Task& t) const;
   void start_task(RankState& r, TaskId id);
   void finish_task(RankState& r, TaskId id, double start_s, double end_s);
-  void account(RankState& r, double t);
-  void memory_event(RankState& r, const Task& t, bool alloc);
-  void issue_collective(RankState& r, TaskId id, const Collective& c);
-  void issue_p2p(RankState& r, TaskId id, const SendRecv& s);
-  void issue_copy(RankState& r, TaskId id, const Copy& c);
-  uint32_t new_op();
   void launch(uint32_t op);
-  void start_phase(uint32_t op);
-  void phase_flows_done(uint32_t op);
-  void complete_op(uint32_t op);
-  void add_timer(double t, uint8_t kind, uint32_t a, uint32_t b = 0, uint32_t c = 0);
   void on_timer(const Timer& t);
-  void on_flow_done(size_t index);
-  [[noreturn]] void deadlock() const;
+  void compute_done(const Timer& t);
+  void complete_op(uint32_t op);
+  void cancel_flows();
 
   const Schedule& schedule_;
   const SimOptions& options_;
@@ -106,53 +89,18 @@ class ReplayEngine {
   NcclTuner& tuner_;
 
   std::vector<std::shared_ptr<ProgramInfo>> infos_;  // by rank (shared within a class)
-  std::vector<RankState> ranks_;
-  std::vector<uint8_t> group_exclusive_;  // by group id: closed form allowed
-  // Usage of groups and peers by each distinct program (filled by scan_exclusive_groups).
-  struct Usage {
-    std::map<GroupId, int> group_stream;  // -1: several streams
-    std::vector<int> peers;               // sorted, unique
-  };
-  std::map<const ProgramInfo*, Usage> usage_;
-  int fold_ = 1;                                   // ranks per replayed state (tp lanes)
-  std::vector<uint32_t> group_parties_;            // by group: states that must issue a collective
-  std::vector<std::vector<GroupId>> lane_groups_;  // by lane-0 group: its group in every lane
-
-  std::vector<NetOp> ops_;
-  std::vector<uint32_t> free_ops_;
-  std::unordered_map<uint64_t, uint32_t> pending_collectives_;  // (group, seq) -> op
-  struct PairQueue;
-  std::unordered_map<uint64_t, std::unique_ptr<PairQueue>> pairs_;  // (src, dst) -> pending posts
-
-  struct CollectiveKey {
-    GroupId group;
-    uint8_t op;
-    int32_t root;
-    int64_t bytes;
-    bool operator==(const CollectiveKey&) const = default;
-  };
-  struct CollectiveKeyHash {
-    size_t operator()(const CollectiveKey& k) const {
-      return std::hash<uint64_t>()((uint64_t(k.group) << 40) ^ (uint64_t(k.op) << 32) ^ uint64_t(uint32_t(k.root)) ^
-                                   (uint64_t(k.bytes) * 0x9e3779b97f4a7c15ull));
-    }
-  };
-  struct CollectiveEntry {
-    ProtocolCost cost;
-    std::shared_ptr<const CollectivePlan> plan;  // folded lane groups: every lane's flows
-    double closed_form_s = 0;                    // exclusive groups
-  };
-  std::unordered_map<CollectiveKey, CollectiveEntry, CollectiveKeyHash> collective_cache_;
-  std::vector<int64_t> node_host_bytes_;
-  int64_t hbm_bytes_ = 0;
-
-  std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
-  uint64_t timer_seq_ = 0;
-  std::vector<simgrid::s4u::CommPtr> active_;
-  std::vector<uint32_t> active_op_;
-  std::vector<uint32_t> active_slot_;  // the flow's slot in its lane (folded ops)
+  std::optional<FoldPlanner> layout_;
+  int fold_ = 1;                   // ranks per replayed state (tp lanes)
+  std::vector<RankState> ranks_;   // by unit
+  std::optional<MemoryLedger> memory_;
+  NetOpPool ops_;
+  std::optional<NetOpMatcher> matcher_;
+  std::optional<FlowLauncher> flows_;
+  TimerQueue timers_;
   double now_ = 0;
   double offset_ = 0;  // now_ = SimGrid clock + offset_ (time jumps while no flow is in flight)
+  uint64_t tasks_total_ = 0, tasks_left_ = 0;  // over the replayed states (progress line)
+  ReplayProgress progress_;
 
   SimResult result_;
   std::string error_;

@@ -116,7 +116,7 @@ TEST(PipelineFill, UncontendedTimeIncludesItExactlyOnce) {
 TEST(PipelineFill, ReplayPaysItOncePerCollective) {
   // The same collective simulated on the preset cluster (forced ring, Simple), through the closed
   // form and through SimGrid flows, with one phase or one per ring step: the replay adds the
-  // fill at the first phase only (replay_engine.cc phase_flows_done). B = 64e6: rest = 8.4 us +
+  // fill at the first phase only (flow_launcher.cc phase_flows_done). B = 64e6: rest = 8.4 us +
   // 1.75 * 64e6 / 240e9 + 42 us = 517.07 us, fill 8 * 3e6 / 240e9 = 100 us; a fill per step would
   // add 13 more (1300 us), a missing fill would take 16 % off: far outside the 1 % tolerance.
   const ClusterSpec c = a100_cluster(8);

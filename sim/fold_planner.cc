@@ -1,0 +1,152 @@
+#include "sim/fold_planner.h"
+
+#include <algorithm>
+
+#include "shared/rank_grid.h"
+
+namespace tandem::sim {
+
+FoldPlanner::FoldPlanner(const Schedule& schedule, const SimOptions& options, const Platform& platform,
+                         const std::vector<std::shared_ptr<ProgramInfo>>& infos)
+    : schedule_(schedule), options_(options), platform_(platform), infos_(infos) {
+  scan_exclusive_groups();
+  fold_ = choose_fold();
+  if (lane_groups_.empty()) lane_groups_.resize(schedule_.groups().size());
+  count_parties();
+}
+
+void FoldPlanner::scan_exclusive_groups() {
+  const auto& groups = schedule_.groups();
+  const int n = schedule_.world_size();
+  group_exclusive_.assign(groups.size(), 0);
+  // Per program: the groups it runs collectives on (and whether on more than one stream), its peers.
+  for (const auto& info : infos_) {
+    if (usage_.count(info.get())) continue;
+    Usage& u = usage_[info.get()];
+    for (const Task& t : info->program.tasks) {
+      if (const auto* c = std::get_if<Collective>(&t.op)) {
+        auto [it, fresh] = u.group_stream.emplace(c->group, int(t.stream));
+        if (!fresh && it->second != int(t.stream)) it->second = -1;
+      } else if (const auto* s = std::get_if<SendRecv>(&t.op)) {
+        u.peers.push_back(s->peer);
+      }
+    }
+    std::sort(u.peers.begin(), u.peers.end());
+    u.peers.erase(std::unique(u.peers.begin(), u.peers.end()), u.peers.end());
+  }
+  if (!options_.closed_form_uncontended) return;
+  constexpr int64_t kNone = -1, kMany = -2, kP2p = int64_t(1) << 40;
+  std::vector<int64_t> user(n, kNone);  // the one user of each GPU's NVLink links
+  std::vector<uint8_t> multi_stream(groups.size(), 0);
+  auto use = [&](int gpu, int64_t who) {
+    if (user[gpu] == kNone) user[gpu] = who;
+    else if (user[gpu] != who) user[gpu] = kMany;
+  };
+  for (int rank = 0; rank < n; ++rank) {
+    const ProgramInfo* info = infos_[rank].get();
+    const bool translate = info->program.rank != rank;
+    const Usage& u = usage_[info];
+    for (const auto& [g_rep, stream] : u.group_stream) {
+      const GroupId g = translate ? schedule_.group_for(rank, g_rep) : g_rep;
+      if (g >= groups.size()) continue;
+      if (stream < 0) multi_stream[g] = 1;
+      for (int m : groups[g].ranks)
+        if (m != rank && platform_.same_node(m, rank)) {
+          use(rank, g);
+          break;
+        }
+    }
+    for (int p_rep : u.peers) {
+      const int p = translate ? schedule_.peer_for(rank, p_rep) : p_rep;
+      if (p >= 0 && p < n && platform_.same_node(p, rank)) use(rank, kP2p), use(p, kP2p);
+    }
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto& m = groups[g].ranks;
+    bool ok = !m.empty() && !multi_stream[g];
+    for (int r : m) ok = ok && r < n && platform_.same_node(r, m.front()) && user[r] == int64_t(g);
+    group_exclusive_[g] = ok;
+  }
+}
+
+// Tensor-parallel folding is taken only where every tp lane of a unit provably sees the same
+// timeline: one class program for the whole unit, the unit's tp group closed-form, every other
+// group the unit uses translated lane by lane (lane m's group = lane 0's group shifted by m
+// ranks), every peer a unit's lane 0, and a platform the lanes look alike on (the unit inside one
+// node; its GPUs' NICs a lane permutation cannot tell apart). Then the flows of lane m are lane
+// 0's translated by m ranks through a symmetric fabric, and SimGrid's max-min sharing gives them
+// the same rates; the replay also checks this as it runs (a phase whose lanes' flows do not end
+// together sets SimResult::fold_exact = false and simulate() runs again unfolded).
+int FoldPlanner::choose_fold() {
+  if (!options_.fold_tensor_parallel || !options_.closed_form_uncontended || !options_.share_class_programs) return 1;
+  const int n = schedule_.world_size();
+  const RankGrid& grid = schedule_.grid();
+  const int T = grid.tp();
+  if (T <= 1 || grid.sp() != 1 || grid.size() != n || n % T) return 1;
+  const int gpn = platform_.gpus_per_node(), nics = platform_.nics_per_node();
+  if (gpn % T) return 1;
+  if (nics < gpn) {
+    if (gpn % nics) return 1;
+    const int k = gpn / nics;  // GPUs per NIC
+    if (T % k && k % T) return 1;
+  }
+  const auto& groups = schedule_.groups();
+  std::vector<std::vector<GroupId>> lanes(groups.size());
+  std::vector<uint8_t> internal(groups.size(), 0);
+  for (int b = 0; b < n; b += T) {
+    const ProgramInfo* info = infos_[b].get();
+    for (int m = 1; m < T; ++m)
+      if (infos_[b + m].get() != info || schedule_.representative_of(b + m) != schedule_.representative_of(b)) return 1;
+    const GroupId tg = schedule_.group_of(b, GroupKind::kTp, 0);
+    if (tg >= groups.size() || !group_exclusive_[tg] || int(groups[tg].ranks.size()) != T) return 1;
+    for (int m = 0; m < T; ++m)
+      if (groups[tg].ranks[m] != b + m) return 1;
+    const bool translate = info->program.rank != b;
+    const Usage& u = usage_[info];
+    for (const auto& entry : u.group_stream) {
+      const GroupId g_rep = entry.first;
+      const GroupId g0 = translate ? schedule_.group_for(b, g_rep) : g_rep;
+      if (g0 >= groups.size()) return 1;
+      const auto& r0 = groups[g0].ranks;
+      if (g0 == tg) {
+        for (int m = 1; m < T; ++m)
+          if (schedule_.group_for(b + m, g_rep) != tg) return 1;
+        internal[g0] = 1;
+        continue;
+      }
+      std::vector<GroupId> gl(T);
+      for (int m = 0; m < T; ++m) {
+        gl[m] = schedule_.group_for(b + m, g_rep);
+        if (gl[m] >= groups.size() || groups[gl[m]].ranks.size() != r0.size() ||
+            group_exclusive_[gl[m]] != group_exclusive_[g0])
+          return 1;
+        for (size_t i = 0; i < r0.size(); ++i)
+          if (r0[i] % T || groups[gl[m]].ranks[i] != r0[i] + m) return 1;
+      }
+      if (!lanes[g0].empty() && lanes[g0] != gl) return 1;
+      lanes[g0] = std::move(gl);
+    }
+    for (int p_rep : u.peers) {
+      const int p = translate ? schedule_.peer_for(b, p_rep) : p_rep;
+      if (p < 0 || p >= n || p % T) return 1;
+      for (int m = 1; m < T; ++m)
+        if (schedule_.peer_for(b + m, p_rep) != p + m) return 1;
+    }
+  }
+  for (size_t g = 0; g < groups.size(); ++g)
+    if (internal[g] && !lanes[g].empty()) return 1;
+  lane_groups_ = std::move(lanes);
+  return T;
+}
+
+void FoldPlanner::count_parties() {
+  const auto& groups = schedule_.groups();
+  group_parties_.assign(groups.size(), 0);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    int last = -1;
+    for (int m : groups[g].ranks)  // members of a unit are consecutive in a group (checked by choose_fold)
+      if (unit_of(m) != last) ++group_parties_[g], last = unit_of(m);
+  }
+}
+
+}  // namespace tandem::sim

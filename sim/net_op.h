@@ -1,0 +1,77 @@
+// A network operation in the replay: a collective, a p2p message or a host<->device copy, from
+// the moment its first party posts it until its last phase's flows and latency are over; and the
+// pool that recycles them (ops are created and finished millions of times in a large replay).
+//
+// Why separate: NetOpMatcher creates and fills ops, FlowLauncher runs them, ReplayEngine finishes
+// them; the op is the record they hand each other by index.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <simgrid/s4u.hpp>
+
+#include "shared/schedule.h"
+#include "sim/collective_algorithms.h"
+
+namespace tandem::sim {
+
+// A replayed state's task that takes part in an op.
+struct Party {
+  int32_t unit;  // the replayed state (the rank itself unless folded)
+  TaskId task;
+  double issued_s;
+};
+
+struct NetOp {
+  enum Kind : uint8_t { kCollective, kP2P, kCopy };
+  Kind kind = kCollective;
+  bool in_use = false;
+  std::vector<Party> parties;
+  size_t expected = 0;  // parties before it launches
+  GroupId group = kNoId;
+  const Collective* collective = nullptr;
+  int src = 0, dst = 0;  // p2p ranks; copy: src = the GPU
+  int64_t bytes = 0;
+  int32_t tag = 0;
+  CopyDirection direction = CopyDirection::kH2D;
+  std::shared_ptr<const CollectivePlan> plan;
+  ProtocolCost cost;
+  size_t phase = 0;
+  uint32_t outstanding = 0;  // flows of the phase not yet ended
+  // Folded: flows of all tp lanes, lane-major, `lane_flows` per lane. Only lane 0's flows are
+  // waited on; lane m's (kept in `shadows`, lane-major from lane 1) must have ended with them.
+  uint32_t lanes = 1;
+  uint32_t lane_flows = 0;
+  std::vector<simgrid::s4u::CommPtr> shadows;
+};
+
+class NetOpPool {
+ public:
+  NetOp& operator[](uint32_t op) { return ops_[op]; }
+  uint32_t create() {
+    uint32_t id;
+    if (!free_.empty()) {
+      id = free_.back();
+      free_.pop_back();
+      ops_[id] = NetOp{};
+    } else {
+      id = uint32_t(ops_.size());
+      ops_.emplace_back();
+    }
+    ops_[id].in_use = true;
+    return id;
+  }
+  void release(uint32_t op) {
+    ops_[op].in_use = false;
+    ops_[op].plan.reset();
+    free_.push_back(op);
+  }
+
+ private:
+  std::vector<NetOp> ops_;
+  std::vector<uint32_t> free_;
+};
+
+}  // namespace tandem::sim

@@ -1,0 +1,75 @@
+#include "sim/program_info.h"
+
+#include <algorithm>
+
+#include "shared/error.h"
+
+namespace tandem::sim {
+
+std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostModel& costs) {
+  auto info = std::make_shared<ProgramInfo>();
+  const size_t n = program.tasks.size();
+  info->cost_s.assign(n, 0.0);
+  info->fuse_next.assign(n, 0);
+  info->task_buffer.assign(n, 0);
+  std::vector<uint8_t> waited_on(n, 0);
+  std::vector<uint32_t> pos(n, 0);
+  for (size_t i = 0; i < program.buffers.size(); ++i) info->buffer_index[program.buffers[i].id] = uint32_t(i);
+  for (size_t i = 0; i < n; ++i) {
+    const Task& t = program.tasks[i];
+    if (t.id != i) throw Error("schedule: rank " + std::to_string(program.rank) + " task at index " + std::to_string(i) +
+                               " has id " + std::to_string(t.id) + " (ids must equal their index)");
+    const int s = static_cast<int>(t.stream);
+    if (s < 0 || s >= kStreamCount) throw Error("schedule: " + rank_task(program.rank, t.id) + " has no valid stream");
+    pos[i] = uint32_t(info->streams[s].size());
+    info->streams[s].push_back(t.id);
+    for (TaskId d : t.deps) {
+      if (d >= i) throw Error("schedule: " + rank_task(program.rank, t.id) + " depends on later task " + std::to_string(d));
+      if (program.tasks[d].stream != t.stream) waited_on[d] = 1;
+    }
+    if (const auto* c = std::get_if<Compute>(&t.op)) {
+      info->cost_s[i] = costs.time_s(*c, t.stream == Stream::kHost);
+      const double f = c->matmul_flops();
+      info->hardware_flops += f;
+      if (c->phase != Phase::kRecompute) info->model_flops += f;
+    } else if (const auto* cp = std::get_if<Copy>(&t.op)) {
+      if (cp->direction == CopyDirection::kD2D) info->cost_s[i] = costs.d2d_copy_s(cp->bytes);
+    }
+    BufferId b = kNoId;
+    if (const auto* a = std::get_if<Alloc>(&t.op)) b = a->buffer;
+    else if (const auto* f = std::get_if<Free>(&t.op)) b = f->buffer;
+    else continue;
+    auto it = info->buffer_index.find(b);
+    if (it == info->buffer_index.end())
+      throw Error("schedule: " + rank_task(program.rank, t.id) + " names buffer " + std::to_string(b) + " that rank does not have");
+    info->task_buffer[i] = it->second;
+  }
+  // Fusion: task u follows t on a stream, both compute-like, nothing on another stream waits on t,
+  // and every dependency of u is t, an earlier task of the stream, or a dependency of t (so u is
+  // ready the moment t ends).
+  for (int s = 0; s < kStreamCount; ++s) {
+    const auto& list = info->streams[s];
+    for (size_t j = 0; j + 1 < list.size(); ++j) {
+      const Task& t = program.tasks[list[j]];
+      const Task& u = program.tasks[list[j + 1]];
+      if (!is_compute_like(t) || !is_compute_like(u) || waited_on[t.id]) continue;
+      bool ok = true;
+      for (TaskId d : u.deps) {
+        if (d == t.id || (program.tasks[d].stream == u.stream && pos[d] < j)) continue;
+        if (std::find(t.deps.begin(), t.deps.end(), d) != t.deps.end()) continue;
+        ok = false;
+        break;
+      }
+      info->fuse_next[t.id] = ok;
+    }
+  }
+  info->device_bytes.assign(program.buffers.size(), 0);
+  for (size_t i = 0; i < program.buffers.size(); ++i) {
+    const Buffer& b = program.buffers[i];
+    if (!b.is_view() && b.placement == Placement::kDevice) info->device_bytes[i] = b.bytes;
+  }
+  info->program = std::move(program);
+  return info;
+}
+
+}  // namespace tandem::sim

@@ -1,0 +1,49 @@
+// What the replay needs to know about one rank program before it runs: its tasks per stream, the
+// time of each compute-like task, which tasks fuse, and a compact table of its buffers.
+//
+// Why a separate step: a program is analysed once and shared by every rank of its class
+// (SimOptions::share_class_programs), so nothing here may depend on which rank runs it. The
+// structural checks done here (ids, streams, dependency order, buffer names) are the replay's
+// own: shared/schedule_validator checks the same offline, but it needs every rank's program and
+// a reference run, so it is not on the simulation path (sized for test schedules).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "shared/schedule.h"
+#include "sim/compute_cost_model.h"
+
+namespace tandem::sim {
+
+struct ProgramInfo {
+  Program program;
+  std::array<std::vector<TaskId>, kStreamCount> streams;  // task ids in stream order
+  std::vector<double> cost_s;        // compute, host work and device copies
+  std::vector<uint8_t> fuse_next;    // the next task of this one's stream runs fused after it
+  std::unordered_map<BufferId, uint32_t> buffer_index;
+  std::vector<uint32_t> task_buffer;  // Alloc/Free: index of the buffer in `program.buffers`
+  std::vector<int64_t> device_bytes;  // by buffer index: bytes of an accounted device buffer, else 0
+  double model_flops = 0, hardware_flops = 0;
+};
+
+// Throws Error (bad input) when the program is malformed: an id that is not its index, no valid
+// stream, a dependency on a later task, an Alloc/Free of a buffer the program does not have.
+std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostModel& costs);
+
+// Compute and device-to-device copies: the tasks that run as exact timers and may fuse.
+inline bool is_compute_like(const Task& t) {
+  return std::holds_alternative<Compute>(t.op) ||
+         (std::holds_alternative<Copy>(t.op) && std::get<Copy>(t.op).direction == CopyDirection::kD2D);
+}
+
+// "rank R task T", the way every replay error names a task.
+inline std::string rank_task(int rank, TaskId t) {
+  return "rank " + std::to_string(rank) + " task " + std::to_string(t);
+}
+
+}  // namespace tandem::sim

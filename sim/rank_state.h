@@ -1,0 +1,53 @@
+// The replay state of one replayed rank (a "unit": with tensor-parallel folding, the tp lanes of
+// one (dp, pp) coordinate; else one rank): where each stream is in the program, which tasks are
+// done, what is running, and the time the rank spends computing, communicating, offloading or idle.
+//
+// Why separate: the event loop (ReplayEngine), the network-op matcher and the deadlock report
+// all read it; memory lives in MemoryLedger.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "shared/schedule.h"
+#include "sim/program_info.h"
+#include "sim/simulation.h"
+
+namespace tandem::sim {
+
+struct RankState {
+  int rank = 0;  // the rank replayed (folded: lane 0 of its unit)
+  int unit = 0;  // index of this state
+  const ProgramInfo* info = nullptr;
+  bool translate = false;  // the program is its class representative's: translate groups and peers
+  std::vector<uint64_t> done;                   // bit per task
+  std::array<uint32_t, kStreamCount> cursor{};  // next task of each stream (index in info->streams)
+  std::array<double, kStreamCount> busy_since{};
+  uint32_t busy = 0;                               // bit per stream: its current task runs
+  std::vector<std::pair<GroupId, uint32_t>> seq;  // collectives issued, per group
+  std::vector<GroupId> group_map;                  // translated groups, by the program's group id
+  size_t remaining = 0;                            // tasks not done
+  double last_t = 0;                               // time accounted up to
+  int computing = 0, communicating = 0, offloading = 0;
+  RankStats stats;
+
+  bool is_done(TaskId t) const { return (done[t >> 6] >> (t & 63)) & 1; }
+  void mark_done(TaskId t) { done[t >> 6] |= uint64_t(1) << (t & 63); }
+  bool stream_busy(int s) const { return (busy >> s) & 1; }
+
+  // Charge the time since the last call to what the rank was doing (compute first).
+  void account(double t) {
+    const double dt = t - last_t;
+    if (dt > 0) {
+      if (computing) stats.compute_s += dt;
+      else if (communicating) stats.exposed_comm_s += dt;
+      else if (offloading) stats.offload_s += dt;
+      else stats.idle_s += dt;
+      last_t = t;
+    }
+  }
+};
+
+}  // namespace tandem::sim
