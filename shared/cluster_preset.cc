@@ -1,16 +1,14 @@
 // cluster.preset: a named preset compiled in from scenarios/clusters/ (cmake/embed_presets.cmake),
 // or a path to a file holding a Cluster message. The scenario's own cluster fields (and --set
 // ones) override the preset's; the preset's lines are remembered as the origins of the rest.
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "shared/error.h"
+#include "shared/input_file.h"
 #include "shared/scenario_text.h"
 
 namespace tandem {
@@ -25,18 +23,6 @@ bool looks_like_path(const std::string& name) {
          (name.size() > 10 && name.compare(name.size() - 10, 10, ".textproto") == 0);
 }
 
-std::string read_file(const std::string& path, bool* ok) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *ok = false;
-    return std::strerror(errno);
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  *ok = true;
-  return text.str();
-}
-
 }  // namespace
 
 void merge_preset(proto::Scenario& scenario, Origins& origins) {
@@ -47,25 +33,33 @@ void merge_preset(proto::Scenario& scenario, Origins& origins) {
 
   std::string text, preset_origin;
   const auto& texts = cluster_preset_texts();
+  std::vector<std::string> known;
+  for (const auto& [key, unused] : texts) known.push_back(key);
+  const std::string choices = "the presets are " + join(known, ", ") +
+                              ", or give a path to a .textproto file holding a Cluster message";
   if (auto it = texts.find(name); it != texts.end()) {
     text = it->second;
     preset_origin = "scenarios/clusters/" + name + ".textproto";
   } else if (looks_like_path(name)) {
     namespace fs = std::filesystem;
     fs::path path(name);
-    if (path.is_relative() && !fs::exists(path)) {
+    std::error_code ignored;
+    if (path.is_relative() && !fs::exists(path, ignored)) {
       const fs::path beside = fs::path(origins.file).parent_path() / path;
-      if (fs::exists(beside)) path = beside;
+      if (fs::exists(beside, ignored)) path = beside;
     }
-    bool ok = false;
-    text = read_file(path.string(), &ok);
-    if (!ok) throw error("cannot read preset file \"" + path.string() + "\": " + text);
+    try {
+      text = read_input_file(path.string(), "cluster preset", kMaxScenarioBytes);
+    } catch (const Error& e) {
+      // read_input_file says "PATH: cannot read cluster preset: REASON"; keep the reason.
+      const std::string head = path.string() + ": cannot read cluster preset: ", said = e.what();
+      const std::string reason = said.rfind(head, 0) == 0 ? said.substr(head.size()) : said;
+      throw error("cannot read preset file \"" + path.string() + "\": " + reason + " (no such preset: " + choices + ")");
+    }
     preset_origin = path.string();
   } else {
-    std::vector<std::string> known;
-    for (const auto& [key, unused] : texts) known.push_back(key);
     throw error("unknown preset \"" + name + "\"; known presets: " + join(known, ", ") +
-         " (or a path to a .textproto file holding a Cluster message)");
+                " (or a path to a .textproto file holding a Cluster message)");
   }
 
   proto::Cluster preset;

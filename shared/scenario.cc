@@ -15,6 +15,7 @@
 // embedding. The schedule generators hold exactly these tensors (shared/param_layout.h).
 #include <cmath>
 
+#include "shared/resource_limit.h"
 #include "shared/scenario.h"
 #include "shared/scenario_spellings.h"
 
@@ -61,12 +62,16 @@ int64_t ModelSpec::parameters() const {
   const bool swiglu = activation == Activation::kSwiglu;
   const int64_t norm_params = norm == Norm::kLayerNorm ? 2 * h : h;
 
-  int64_t layer = 2 * h * h + 2 * h * k;
-  layer += (swiglu ? 3 : 2) * h * f;
-  layer += 2 * norm_params;
+  // Checked: the counts come from the user (the loader bounds them so that this fits).
+  constexpr const char* what = "model parameters";
+  int64_t layer = checked_add(checked_mul(2 * h, h, what), checked_mul(2 * h, k, what), what);
+  layer = checked_add(layer, checked_mul((swiglu ? 3 : 2) * h, f, what), what);
+  layer = checked_add(layer, 2 * norm_params, what);
 
-  int64_t total = v * h + layers * layer + norm_params;
-  if (!tied_embeddings) total += v * h;
+  const int64_t table = checked_mul(v, h, what);
+  int64_t total = checked_add(table, checked_mul(layers, layer, what), what);
+  total = checked_add(total, norm_params, what);
+  if (!tied_embeddings) total = checked_add(total, table, what);
   return total;
 }
 

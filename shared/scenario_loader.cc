@@ -8,14 +8,11 @@
 //   scenarios/clusters/dgx-h100.textproto:20 (preset of gpt3.textproto): cluster.hbm_gib: ...
 // A value that was never written (a default, or derived like dp) is blamed on the line of its
 // enclosing block (`strategy {`), or on the file alone when there is no block.
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "shared/error.h"
+#include "shared/input_file.h"
 #include "shared/scenario.h"
 #include "shared/scenario_resolver.h"
 #include "shared/scenario_text.h"
@@ -34,11 +31,7 @@ Scenario parse_scenario(const std::string& text, const std::string& origin,
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot read scenario file: " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_scenario(text.str(), path, overrides);
+  return parse_scenario(read_input_file(path, "scenario", kMaxScenarioBytes), path, overrides);
 }
 
 }  // namespace tandem

@@ -61,6 +61,18 @@ void apply_override(proto::Scenario& scenario, const std::string& assignment, Or
                   field_names(f->message_type()) + ")");
     }
     const bool quoted = !value.empty() && (value.front() == '"' || value.front() == '\'');
+    if (quoted && (value.size() < 2 || value.back() != value.front()))
+      throw Error(where + ": " + walked + ": unterminated quote: the value opens with " + value.front() +
+                  " and does not close with it");
+    const auto type = f->cpp_type();
+    if (type == pb::FieldDescriptor::CPPTYPE_INT32 || type == pb::FieldDescriptor::CPPTYPE_INT64 ||
+        type == pb::FieldDescriptor::CPPTYPE_UINT32 || type == pb::FieldDescriptor::CPPTYPE_UINT64) {
+      const size_t digits = value.find_first_not_of("+-");
+      if (digits != std::string::npos) {
+        if (const std::string problem = leading_zero_problem(value.substr(digits)); !problem.empty())
+          throw Error(where + ": " + walked + ": " + problem);
+      }
+    }
     if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_STRING && !quoted) {
       m->GetReflection()->SetString(m, f, value);
     } else {

@@ -6,6 +6,7 @@
 #include "shared/scenario_resolver.h"
 
 #include <cctype>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -35,6 +36,7 @@ Scenario Resolver::run() const {
   out.model = model();
   out.cluster = cluster();
   out.strategy = strategy(out.model, out.cluster);
+  check_sizes(out.model, out.strategy);
   return out;
 }
 
@@ -42,9 +44,11 @@ void Resolver::fail(const std::string& path, const std::string& rule) const {
   throw Error(o_.at(path) + ": " + path + ": " + rule);
 }
 
-int Resolver::required_positive(const std::string& path, bool has, int value, const std::string& what) const {
+int Resolver::required_positive(const std::string& path, bool has, int value, const std::string& what,
+                                int max) const {
   if (!has) fail(path, "required field is missing (" + what + ")");
   if (value <= 0) fail(path, "must be positive, got " + num(value));
+  at_most(path, value, max);
   return value;
 }
 
@@ -52,15 +56,39 @@ void Resolver::at_least(const std::string& path, int64_t value, int64_t low) con
   if (value < low) fail(path, "must be >= " + num(low) + ", got " + num(value));
 }
 
-void Resolver::positive_figure(const std::string& path, double value) const {
+void Resolver::at_most(const std::string& path, int64_t value, int64_t high) const {
+  if (value > high) fail(path, "must be at most " + num(high) + " (tandem's input limit), got " + num(value));
+}
+
+void Resolver::finite_at_most(const std::string& path, double value, double max, const std::string& bound) const {
+  if (!std::isfinite(value)) fail(path, "must be a finite number, got " + num(value));
+  if (value > max) fail(path, "must be at most " + num(max) + " " + bound + ", got " + num(value));
+}
+
+void Resolver::positive_figure(const std::string& path, double value, double max, const std::string& bound) const {
+  finite_at_most(path, value, max, bound);
   if (!(value > 0)) {
     fail(path, "must be positive, got " + num(value) +
                    (value == 0 ? " (not set: name a cluster.preset or give the figure)" : ""));
   }
 }
 
-void Resolver::non_negative(const std::string& path, double value) const {
+void Resolver::non_negative(const std::string& path, double value, double max, const std::string& bound) const {
+  finite_at_most(path, value, max, bound);
   if (!(value >= 0)) fail(path, "must be >= 0, got " + num(value));
+}
+
+int64_t Resolver::product(const std::string& path, const std::string& what,
+                          std::initializer_list<int64_t> factors) const {
+  int64_t p = 1;
+  std::string shown;
+  bool overflow = false;
+  for (int64_t f : factors) {
+    shown += (shown.empty() ? "" : " x ") + num(f);
+    overflow = overflow || __builtin_mul_overflow(p, f, &p);
+  }
+  if (overflow) fail(path, what + " = " + shown + " is beyond what 64-bit arithmetic holds");
+  return p;
 }
 
 void Resolver::split(const std::string& path, const std::string& by, int64_t parts, const std::string& field,
@@ -75,13 +103,14 @@ ModelSpec Resolver::model() const {
   const proto::Model& m = s_.model();
   ModelSpec spec;
   spec.name = m.name();
-  spec.layers = required_positive("model.layers", m.has_layers(), m.layers(), "transformer layers");
-  spec.hidden = required_positive("model.hidden", m.has_hidden(), m.hidden(), "hidden size");
-  spec.heads = required_positive("model.heads", m.has_heads(), m.heads(), "attention heads");
-  spec.vocab = required_positive("model.vocab", m.has_vocab(), m.vocab(), "vocabulary size");
-  spec.seq_len = required_positive("model.seq_len", m.has_seq_len(), m.seq_len(), "tokens per sequence");
+  spec.layers = required_positive("model.layers", m.has_layers(), m.layers(), "transformer layers", kMaxLayers);
+  spec.hidden = required_positive("model.hidden", m.has_hidden(), m.hidden(), "hidden size", kMaxHidden);
+  spec.heads = required_positive("model.heads", m.has_heads(), m.heads(), "attention heads", kMaxHidden);
+  spec.vocab = required_positive("model.vocab", m.has_vocab(), m.vocab(), "vocabulary size", INT32_MAX);
+  spec.seq_len = required_positive("model.seq_len", m.has_seq_len(), m.seq_len(), "tokens per sequence", kMaxSeqLen);
   at_least("model.kv_heads", m.kv_heads(), 0);
   at_least("model.ffn_hidden", m.ffn_hidden(), 0);
+  at_most("model.ffn_hidden", m.ffn_hidden(), kMaxFfnHidden);
   spec.norm = choice("model.norm", m.norm(), kNormSpellings);
   spec.activation = choice("model.activation", m.activation(), kActivationSpellings);
   spec.tied_embeddings = m.tied_embeddings();

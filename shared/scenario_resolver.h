@@ -1,16 +1,18 @@
 // The scenario loader's last step, private to its files: turning the merged protobuf into the
 // specs of shared/scenario.h, checking every rule with the origin of the field at fault
 // ("FILE:LINE: part.field: rule", or "--set part.field=value (over FILE): part.field: rule").
-// The rules are in three files: scenario_resolver.cc (the model, and the checks every part uses),
-// cluster_rules.cc and strategy_rules.cc.
+// The rules are in four files: scenario_resolver.cc (the model, and the checks every part uses),
+// cluster_rules.cc, strategy_rules.cc and size_rules.cc; the bounds in shared/scenario_limits.h.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "scenario.pb.h"
 #include "shared/scenario.h"
+#include "shared/scenario_limits.h"
 #include "shared/scenario_spellings.h"
 #include "shared/scenario_text.h"
 
@@ -38,10 +40,19 @@ class Resolver {
     return choice(path, value, table, N);
   }
 
-  int required_positive(const std::string& path, bool has, int value, const std::string& what) const;
+  // A required count in [1, max].
+  int required_positive(const std::string& path, bool has, int value, const std::string& what, int max) const;
   void at_least(const std::string& path, int64_t value, int64_t low) const;
-  void positive_figure(const std::string& path, double value) const;
-  void non_negative(const std::string& path, double value) const;
+  void at_most(const std::string& path, int64_t value, int64_t high) const;
+  // A figure of the hardware: finite, positive (or >= 0), at most `max` (`bound` says it in words).
+  void positive_figure(const std::string& path, double value, double max, const std::string& bound) const;
+  void non_negative(const std::string& path, double value, double max, const std::string& bound) const;
+  void finite_at_most(const std::string& path, double value, double max, const std::string& bound) const;
+  // The product of `factors` in 64-bit arithmetic, refused at `path` when it overflows; `what`
+  // names the product and its formula.
+  int64_t product(const std::string& path, const std::string& what, std::initializer_list<int64_t> factors) const;
+  // The sizes the model and strategy imply (size_rules.cc): every one must fit in int64.
+  void check_sizes(const ModelSpec& model, const StrategySpec& strategy) const;
   // Divisibility of a model dimension by a tensor-parallel split.
   void split(const std::string& path, const std::string& by, int64_t parts, const std::string& field, int64_t value,
              const std::string& why) const;

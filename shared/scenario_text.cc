@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include "shared/error.h"
 
 namespace tandem {
@@ -48,7 +50,40 @@ void collect_locations(const pb::Message& m, const pb::TextFormat::ParseInfoTree
   }
 }
 
+// Silences the tokenizer: the text has parsed already.
+class NoErrors : public pb::io::ErrorCollector {
+ public:
+  void AddError(int, pb::io::ColumnNumber, const std::string&) override {}
+};
+
+// Refuses integer literals with a leading zero anywhere in `text` (which has parsed).
+void refuse_leading_zeros(const std::string& text, const std::string& origin) {
+  pb::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
+  NoErrors quiet;
+  pb::io::Tokenizer tokenizer(&input, &quiet);
+  tokenizer.set_comment_style(pb::io::Tokenizer::SH_COMMENT_STYLE);
+  while (tokenizer.Next()) {
+    const pb::io::Tokenizer::Token& t = tokenizer.current();
+    if (t.type != pb::io::Tokenizer::TYPE_INTEGER) continue;
+    if (const std::string problem = leading_zero_problem(t.text); !problem.empty()) {
+      std::string error = origin;
+      error.append(":").append(std::to_string(t.line + 1)).append(":").append(std::to_string(t.column + 1));
+      error.append(": ").append(problem);
+      if (const std::string shown = source_line(text, t.line); !shown.empty()) error.append("\n    ").append(shown);
+      throw Error(error);
+    }
+  }
+}
+
 }  // namespace
+
+std::string leading_zero_problem(const std::string& token) {
+  if (token.size() < 2 || token[0] != '0' || token[1] < '0' || token[1] > '9') return "";
+  const size_t first = token.find_first_not_of('0');
+  const std::string decimal = first == std::string::npos ? "0" : token.substr(first);
+  return "the integer " + token + " has a leading zero, which protobuf's text format reads as octal; "
+         "tandem takes decimal only: write " + decimal;
+}
 
 std::string join(const std::vector<std::string>& parts, const char* sep) {
   std::string out;
@@ -96,6 +131,7 @@ void parse_text(const std::string& text, const std::string& origin, pb::Message*
     error.insert(std::min(error.find('\n'), error.size()), note);
     throw Error(error);
   }
+  refuse_leading_zeros(text, origin);
   collect_locations(*message, &tree, prefix, origin, suffix, skip_set_in, origins->where);
 }
 

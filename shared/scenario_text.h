@@ -58,6 +58,10 @@ void parse_text(const std::string& text, const std::string& origin, google::prot
                 const std::string& prefix, const std::string& suffix, const google::protobuf::Message* skip_set_in,
                 const std::string& note, Origins* origins);
 
+// Why an integer token is refused ("" when it is not): a leading zero, which protobuf's text
+// format would read as octal (010 is 8). Decimal is the only base the loader takes.
+std::string leading_zero_problem(const std::string& token);
+
 // "layers, hidden, heads, ..." for a message type.
 std::string field_names(const google::protobuf::Descriptor* d);
 

@@ -1,5 +1,7 @@
 // The resolver's strategy part: the degrees against the cluster and the model, the pipeline
 // schedule, the batch split and the sequence-parallel modes. dp 0 -> cluster.gpus / (tp*pp*sp).
+#include <utility>
+
 #include "shared/error.h"
 #include "shared/scenario_resolver.h"
 
@@ -40,9 +42,15 @@ StrategySpec Resolver::strategy(const ModelSpec& model, const ClusterSpec& clust
   at_least("strategy.virtual_stages", p.virtual_stages(), 1);
   at_least("strategy.micro_batch", p.micro_batch(), 1);
   at_least("strategy.global_batch", p.global_batch(), 1);
+  for (const auto& [path, value] : {std::pair<const char*, int>{"strategy.tp", p.tp()}, {"strategy.pp", p.pp()},
+                                    {"strategy.sp", p.sp()}, {"strategy.dp", p.dp()}, {"strategy.tp_depth", p.tp_depth()}})
+    at_most(path, value, kMaxGpus);
+  at_most("strategy.virtual_stages", p.virtual_stages(), kMaxLayers);
+  at_most("strategy.micro_batch", p.micro_batch(), kMaxMicroBatch);
   if (p.zero_stage() < 0 || p.zero_stage() > 3) {
     fail("strategy.zero_stage", "must be 0, 1, 2 or 3, got " + num(p.zero_stage()));
   }
+  finite_at_most("strategy.bucket_mb", p.bucket_mb(), kMaxBucketMb, "MiB (about a tebibyte)");
   if (!(p.bucket_mb() > 0)) fail("strategy.bucket_mb", "must be positive, got " + num(p.bucket_mb()));
   spec.tp = p.tp();
   spec.pp = p.pp();
@@ -148,6 +156,11 @@ StrategySpec Resolver::strategy(const ModelSpec& model, const ClusterSpec& clust
                                       dp_text + ")");
   }
   if (spec.pp_schedule == PpSchedule::kInterleaved) {
+    if (spec.pp < 2) {
+      fail("strategy.pp_schedule", "interleaved runs several model chunks on each pipeline stage and needs pp >= 2, "
+                                   "got pp = " + num(spec.pp) + see("strategy.pp") +
+                                   " (with one stage use gpipe or 1f1b and virtual_stages 1)");
+    }
     if (spec.virtual_stages < 2) {
       fail("strategy.pp_schedule", "interleaved needs virtual_stages >= 2 (model chunks per stage), got " +
                                        num(spec.virtual_stages) + see("strategy.virtual_stages"));
