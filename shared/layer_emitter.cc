@@ -15,47 +15,20 @@
 namespace tandem {
 namespace {
 
-bool keeps_core(const StepState& st) { return !st.d.flash; }
-
-void norm_fwd(StepState& st, Phase ph, int layer, int mb, BufferId x, BufferId w, BufferId bias, BufferId* y,
-              BufferId* mean, BufferId* rstd, const char* yname, const char* mname, const char* rname) {
-  const StepDims& d = st.d;
-  const bool layernorm = st.sc.model.norm == Norm::kLayerNorm;
-  *y = st.make(yname, layer, mb, d.n_local * d.hidden, d.dtype);
-  *rstd = st.make(rname, layer, mb, d.n_local, DType::kFp32);
-  if (layernorm) {
-    *mean = st.make(mname, layer, mb, d.n_local, DType::kFp32);
-    st.kernel(Kernel::kLayerNorm, ph, layer, mb, {d.n_local, d.hidden}, {x, w, bias}, {*y, *mean, *rstd}, 0, d.dtype);
-  } else {
-    st.kernel(Kernel::kRmsNorm, ph, layer, mb, {d.n_local, d.hidden}, {x, w}, {*y, *rstd}, 0, d.dtype);
-  }
-}
-
-BufferId norm_bwd(StepState& st, int layer, int mb, BufferId dy, BufferId x, BufferId w, BufferId mean, BufferId rstd,
-                  BufferId dw, BufferId db) {
-  const StepDims& d = st.d;
-  BufferId dx = st.make("dx", layer, mb, d.n_local * d.hidden, d.dtype);
-  if (st.sc.model.norm == Norm::kLayerNorm)
-    st.kernel(Kernel::kLayerNormBwd, Phase::kBackward, layer, mb, {d.n_local, d.hidden}, {dy, x, w, mean, rstd},
-              {dx, dw, db}, 0, d.dtype);
-  else
-    st.kernel(Kernel::kRmsNormBwd, Phase::kBackward, layer, mb, {d.n_local, d.hidden}, {dy, x, w, rstd}, {dx, dw}, 0,
-              d.dtype);
-  return dx;
-}
+bool keeps_core(const StepState& st) { return !st.dims.flash; }
 
 // The attention core: Q K^T, softmax, (dropout), times V.
 void attention_fwd(StepState& st, Phase ph, LayerActs& a, bool keep_probs) {
-  const StepDims& d = st.d;
+  const StepDims& d = st.dims;
   const int l = a.layer, mb = a.mb;
   std::vector<BufferId> out = {a.ctx, a.lse};
   if (keep_probs) {
     const int64_t scores = d.batch * d.heads * d.seq * d.seq;
-    a.probs = st.make("probs", l, mb, scores, d.dtype);
+    a.probs = st.allocate("probs", l, mb, scores, d.dtype);
     out.push_back(a.probs);
     if (d.dropout) {
-      a.amask = st.make("attn_mask", l, mb, scores, DType::kUint8);
-      a.adrop = st.make("attn_drop", l, mb, scores, d.dtype);
+      a.amask = st.allocate("attn_mask", l, mb, scores, DType::kUint8);
+      a.adrop = st.allocate("attn_drop", l, mb, scores, d.dtype);
       out.push_back(a.amask);
       out.push_back(a.adrop);
     }
@@ -74,17 +47,17 @@ void release_core(StepState& st, LayerActs& a) {
 // out[n_local, h] = dropout(branch) + residual; keeps the mask in *mask.
 BufferId residual(StepState& st, Phase ph, int l, int mb, BufferId branch, BufferId res, BufferId* mask,
                   const char* maskname, const char* outname) {
-  const StepDims& d = st.d;
+  const StepDims& d = st.dims;
   const int64_t n = d.n_local * d.hidden;
   BufferId in = branch;
   if (d.dropout) {
-    *mask = st.make(maskname, l, mb, n, DType::kUint8);
-    BufferId dropped = st.make("drop", l, mb, n, d.dtype);
+    *mask = st.allocate(maskname, l, mb, n, DType::kUint8);
+    BufferId dropped = st.allocate("drop", l, mb, n, d.dtype);
     st.kernel(Kernel::kDropout, ph, l, mb, {n}, {branch}, {dropped, *mask}, 0, d.dtype);
     st.release(branch);
     in = dropped;
   }
-  BufferId out = st.make(outname, l, mb, n, d.dtype);
+  BufferId out = st.allocate(outname, l, mb, n, d.dtype);
   st.kernel(Kernel::kAdd, ph, l, mb, {n}, {res, in}, {out}, 0, d.dtype);
   st.release(in);
   return out;
@@ -93,18 +66,18 @@ BufferId residual(StepState& st, Phase ph, int l, int mb, BufferId branch, Buffe
 // Column-parallel linear on the layer's sequence shard x: *y [n, out_cols] = gather(x) W^T.
 void column_parallel_fwd(StepState& st, Phase ph, int l, int mb, BufferId x, BufferId w, const char* gathered,
                          int64_t out_cols, BufferId* y, const char* yname) {
-  const StepDims& d = st.d;
+  const StepDims& d = st.dims;
   const int64_t in_cols = d.hidden;
   auto gemm = [&](BufferId in, BufferId out, int64_t rows) {
     st.linear_fwd(ph, l, mb, in, w, out, rows, out_cols, in_cols);
   };
   if (d.tp_overlap) {
-    *y = st.make(yname, l, mb, d.n * out_cols, d.dtype);
+    *y = st.allocate(yname, l, mb, d.n * out_cols, d.dtype);
     st.release(gather_gemm_overlapped(st, x, l, mb, gathered, *y, out_cols, gemm));
     return;
   }
   BufferId X = d.seq_parallel ? st.gather_seq(x, l, mb, ph, gathered) : x;
-  *y = st.make(yname, l, mb, d.n * out_cols, d.dtype);
+  *y = st.allocate(yname, l, mb, d.n * out_cols, d.dtype);
   gemm(X, *y, d.n);
   if (X != x) st.release(X);
 }
@@ -113,57 +86,60 @@ void column_parallel_fwd(StepState& st, Phase ph, int l, int mb, BufferId x, Buf
 // sequence shard under Megatron-SP.
 BufferId row_parallel_fwd(StepState& st, Phase ph, int l, int mb, BufferId x, BufferId w, int64_t in_cols,
                           const char* partial, const char* shard) {
-  const StepDims& d = st.d;
+  const StepDims& d = st.dims;
   auto gemm = [&](BufferId in, BufferId out, int64_t rows) {
     st.linear_fwd(ph, l, mb, in, w, out, rows, d.hidden, in_cols);
   };
   if (d.tp_overlap) return gemm_reduce_scatter_overlapped(st, x, in_cols, l, mb, ph, shard, gemm);
-  BufferId y = st.make(partial, l, mb, d.n * d.hidden, d.dtype);
+  BufferId y = st.allocate(partial, l, mb, d.n * d.hidden, d.dtype);
   gemm(x, y, d.n);
   return st.reduce_partial(y, l, mb, ph, shard);
 }
 
-// A row-parallel linear's input gradient: *dx [n, in_cols] = gather(dy) W. Returns the gathered
-// output gradient (dy itself without Megatron-SP) for the weight gradient; the caller frees it
-// when it is not dy.
-BufferId row_parallel_dgrad(StepState& st, int l, int mb, BufferId dy, BufferId w, int64_t in_cols,
-                            const char* gathered, BufferId* dx, const char* dxname) {
-  const StepDims& d = st.d;
+// A row-parallel linear's backward: returns dx [n, in_cols] = gather(dy) W, named `dxname`, and
+// accumulates dw += gather(dy)^T x; `gathered` names the gathered dy (Megatron-SP).
+BufferId row_parallel_backward(StepState& st, int l, int mb, BufferId dy, BufferId x, BufferId w, BufferId dw,
+                               int64_t in_cols, const char* gathered, const char* dxname) {
+  const StepDims& d = st.dims;
   auto gemm = [&](BufferId in, BufferId out, int64_t rows) { st.linear_dgrad(l, mb, in, w, out, rows, d.hidden, in_cols); };
+  BufferId G = kNoId, dx = kNoId;
   if (d.tp_overlap) {
-    *dx = st.make(dxname, l, mb, d.n * in_cols, d.dtype);
-    return gather_gemm_overlapped(st, dy, l, mb, gathered, *dx, in_cols, gemm);
+    dx = st.allocate(dxname, l, mb, d.n * in_cols, d.dtype);
+    G = gather_gemm_overlapped(st, dy, l, mb, gathered, dx, in_cols, gemm);
+  } else {
+    G = d.seq_parallel ? st.gather_seq(dy, l, mb, Phase::kBackward, gathered) : dy;
+    dx = st.allocate(dxname, l, mb, d.n * in_cols, d.dtype);
+    gemm(G, dx, d.n);
   }
-  BufferId G = d.seq_parallel ? st.gather_seq(dy, l, mb, Phase::kBackward, gathered) : dy;
-  *dx = st.make(dxname, l, mb, d.n * in_cols, d.dtype);
-  gemm(G, *dx, d.n);
-  return G;
+  st.linear_wgrad(l, mb, G, x, dw, d.n, d.hidden, in_cols);
+  if (G != dy) st.release(G);
+  return dx;
 }
 
 }  // namespace
 
 void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferId* out) {
-  const StepDims& d = st.d;
-  const UnitViews& w = st.pv[unit];
+  const StepDims& d = st.dims;
+  const UnitViews& w = st.params(unit);
   const int l = a.layer, mb = a.mb;
-  const Recompute rc = st.sc.strategy.recompute;
+  const Recompute rc = st.scenario.strategy.recompute;
   const bool recompute = ph == Phase::kRecompute;
 
   // Attention block.
-  norm_fwd(st, ph, l, mb, a.x, w.ln1_w, w.ln1_b, &a.y1, &a.mean1, &a.rstd1, "y1", "mean1", "rstd1");
+  st.norm_forward(ph, l, mb, a.x, w.ln1_w, w.ln1_b, &a.y1, &a.mean1, &a.rstd1, "y1", "mean1", "rstd1");
   column_parallel_fwd(st, ph, l, mb, a.y1, w.qkv, "y1_full", d.qkv_out, &a.qkv, "qkv");
-  a.ctx = st.make("ctx", l, mb, d.n * d.heads * d.head_dim, d.dtype);
-  a.lse = st.make("lse", l, mb, d.batch * d.heads * d.seq, DType::kFp32);
+  a.ctx = st.allocate("ctx", l, mb, d.n * d.heads * d.head_dim, d.dtype);
+  a.lse = st.allocate("lse", l, mb, d.batch * d.heads * d.seq, DType::kFp32);
   attention_fwd(st, ph, a, keeps_core(st));
   if (rc == Recompute::kSelective) release_core(st, a);
   BufferId o = row_parallel_fwd(st, ph, l, mb, a.ctx, w.o, d.heads * d.head_dim, "o", "o_shard");
   a.x2 = residual(st, ph, l, mb, o, a.x, &a.omask, "attn_out_mask", "x2");
 
   // MLP block.
-  norm_fwd(st, ph, l, mb, a.x2, w.ln2_w, w.ln2_b, &a.y2, &a.mean2, &a.rstd2, "y2", "mean2", "rstd2");
+  st.norm_forward(ph, l, mb, a.x2, w.ln2_w, w.ln2_b, &a.y2, &a.mean2, &a.rstd2, "y2", "mean2", "rstd2");
   column_parallel_fwd(st, ph, l, mb, a.y2, w.fc1, "y2_full", d.ffn_in, &a.h1, "h1");
-  a.a1 = st.make("a1", l, mb, d.n * d.ffn, d.dtype);
-  if (st.sc.model.activation == Activation::kSwiglu)
+  a.a1 = st.allocate("a1", l, mb, d.n * d.ffn, d.dtype);
+  if (st.scenario.model.activation == Activation::kSwiglu)
     st.kernel(Kernel::kSwiglu, ph, l, mb, {d.n, d.ffn}, {a.h1}, {a.a1}, 0, d.dtype);
   else
     st.kernel(Kernel::kGelu, ph, l, mb, {d.n * d.ffn}, {a.h1}, {a.a1}, 0, d.dtype);
@@ -183,11 +159,11 @@ void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferI
 }
 
 BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dout) {
-  const StepDims& d = st.d;
-  const UnitViews& w = st.pv[unit];
-  const UnitViews& g = st.gv[unit];
+  const StepDims& d = st.dims;
+  const UnitViews& w = st.params(unit);
+  const UnitViews& g = st.grads(unit);
   const int l = a.layer, mb = a.mb;
-  const Recompute rc = st.sc.strategy.recompute;
+  const Recompute rc = st.scenario.strategy.recompute;
   const int64_t nh = d.n_local * d.hidden;
 
   if (rc == Recompute::kFull) emit_layer_forward(st, unit, a, Phase::kRecompute, nullptr);
@@ -195,33 +171,23 @@ BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dou
   // MLP block.
   BufferId dh2 = dout;
   if (d.dropout) {
-    dh2 = st.make("dh2", l, mb, nh, d.dtype);
+    dh2 = st.allocate("dh2", l, mb, nh, d.dtype);
     st.kernel(Kernel::kDropoutBwd, Phase::kBackward, l, mb, {nh}, {dout, a.hmask}, {dh2}, 0, d.dtype);
     st.release(a.hmask);
   }
-  BufferId da1 = kNoId;
-  BufferId G = row_parallel_dgrad(st, l, mb, dh2, w.fc2, d.ffn, "dh2_full", &da1, "da1");
-  st.linear_wgrad(l, mb, G, a.a1, g.fc2, d.n, d.hidden, d.ffn);
-  if (G != dh2) st.release(G);
+  BufferId da1 = row_parallel_backward(st, l, mb, dh2, a.a1, w.fc2, g.fc2, d.ffn, "dh2_full", "da1");
   if (dh2 != dout) st.release(dh2);
   st.release(a.a1);
-  BufferId dh1 = st.make("dh1", l, mb, d.n * d.ffn_in, d.dtype);
-  if (st.sc.model.activation == Activation::kSwiglu)
+  BufferId dh1 = st.allocate("dh1", l, mb, d.n * d.ffn_in, d.dtype);
+  if (st.scenario.model.activation == Activation::kSwiglu)
     st.kernel(Kernel::kSwigluBwd, Phase::kBackward, l, mb, {d.n, d.ffn}, {a.h1, da1}, {dh1}, 0, d.dtype);
   else
     st.kernel(Kernel::kGeluBwd, Phase::kBackward, l, mb, {d.n * d.ffn}, {a.h1, da1}, {dh1}, 0, d.dtype);
   st.release(da1);
   st.release(a.h1);
-  // Megatron-LM's column-parallel backward (LinearWithGradAccumulationAndAsyncCommunication): the
-  // input's all-gather runs under the dgrad GEMM, the dgrad's reduction under the wgrad GEMM.
-  BufferId y2 = d.seq_parallel ? st.gather_seq(a.y2, l, mb, Phase::kBackward, "y2_full") : a.y2;
-  BufferId dy2 = st.make("dy2", l, mb, d.n * d.hidden, d.dtype);
-  st.linear_dgrad(l, mb, dh1, w.fc1, dy2, d.n, d.ffn_in, d.hidden);
-  dy2 = st.reduce_partial(dy2, l, mb, Phase::kBackward, "dy2_shard");
-  st.linear_wgrad(l, mb, dh1, y2, g.fc1, d.n, d.ffn_in, d.hidden);
-  if (y2 != a.y2) st.release(y2);
+  BufferId dy2 = st.column_parallel_backward(l, mb, dh1, a.y2, w.fc1, g.fc1, d.ffn_in, "y2_full", "dy2", "dy2_shard");
   st.release(dh1);
-  BufferId dx2 = norm_bwd(st, l, mb, dy2, a.x2, w.ln2_w, a.mean2, a.rstd2, g.ln2_w, g.ln2_b);
+  BufferId dx2 = st.norm_backward(l, mb, dy2, a.x2, w.ln2_w, a.mean2, a.rstd2, g.ln2_w, g.ln2_b);
   st.release(dy2);
   for (BufferId id : {a.y2, a.mean2, a.rstd2, a.x2}) st.release(id);
   st.kernel(Kernel::kAccumulate, Phase::kBackward, l, mb, {nh}, {dout}, {dx2}, 0, d.dtype);
@@ -230,35 +196,27 @@ BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dou
   // Attention block.
   BufferId dob = dx2;
   if (d.dropout) {
-    dob = st.make("do", l, mb, nh, d.dtype);
+    dob = st.allocate("do", l, mb, nh, d.dtype);
     st.kernel(Kernel::kDropoutBwd, Phase::kBackward, l, mb, {nh}, {dx2, a.omask}, {dob}, 0, d.dtype);
     st.release(a.omask);
   }
-  BufferId dctx = kNoId;
-  BufferId DO = row_parallel_dgrad(st, l, mb, dob, w.o, d.heads * d.head_dim, "do_full", &dctx, "dctx");
-  st.linear_wgrad(l, mb, DO, a.ctx, g.o, d.n, d.hidden, d.heads * d.head_dim);
-  if (DO != dob) st.release(DO);
+  BufferId dctx = row_parallel_backward(st, l, mb, dob, a.ctx, w.o, g.o, d.heads * d.head_dim, "do_full", "dctx");
   if (dob != dx2) st.release(dob);
   if (rc == Recompute::kSelective && keeps_core(st)) attention_fwd(st, Phase::kRecompute, a, true);
   std::vector<BufferId> in = {a.qkv, a.ctx, dctx, a.lse};
   for (BufferId id : {a.probs, a.amask, a.adrop})
     if (id != kNoId) in.push_back(id);
-  BufferId dqkv = st.make("dqkv", l, mb, d.n * d.qkv_out, d.dtype);
+  BufferId dqkv = st.allocate("dqkv", l, mb, d.n * d.qkv_out, d.dtype);
   st.kernel(Kernel::kAttentionBwd, Phase::kBackward, l, mb, {d.batch, d.seq, d.heads, d.kv_heads, d.head_dim}, in,
             {dqkv}, kCausal, d.dtype);
   st.release(dctx);
   release_core(st, a);
   st.release(a.ctx);
   st.release(a.lse);
-  BufferId y1 = d.seq_parallel ? st.gather_seq(a.y1, l, mb, Phase::kBackward, "y1_full") : a.y1;
-  BufferId dy1 = st.make("dy1", l, mb, d.n * d.hidden, d.dtype);
-  st.linear_dgrad(l, mb, dqkv, w.qkv, dy1, d.n, d.qkv_out, d.hidden);
-  dy1 = st.reduce_partial(dy1, l, mb, Phase::kBackward, "dy1_shard");
-  st.linear_wgrad(l, mb, dqkv, y1, g.qkv, d.n, d.qkv_out, d.hidden);
-  if (y1 != a.y1) st.release(y1);
+  BufferId dy1 = st.column_parallel_backward(l, mb, dqkv, a.y1, w.qkv, g.qkv, d.qkv_out, "y1_full", "dy1", "dy1_shard");
   st.release(dqkv);
   st.release(a.qkv);
-  BufferId dx = norm_bwd(st, l, mb, dy1, a.x, w.ln1_w, a.mean1, a.rstd1, g.ln1_w, g.ln1_b);
+  BufferId dx = st.norm_backward(l, mb, dy1, a.x, w.ln1_w, a.mean1, a.rstd1, g.ln1_w, g.ln1_b);
   st.release(dy1);
   for (BufferId id : {a.y1, a.mean1, a.rstd1, a.x}) st.release(id);
   st.kernel(Kernel::kAccumulate, Phase::kBackward, l, mb, {nh}, {dx2}, {dx}, 0, d.dtype);

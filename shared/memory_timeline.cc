@@ -1,6 +1,7 @@
 #include "shared/memory_timeline.h"
 
 #include "shared/error.h"
+#include "shared/resource_limit.h"
 #include "shared/pipeline_memory.h"
 #include "shared/rank_grid.h"
 
@@ -8,7 +9,7 @@ namespace tandem {
 
 int64_t MemoryBreakdown::total() const {
   int64_t t = 0;
-  for (int64_t b : bytes) t += b;
+  for (int64_t b : bytes) t = checked_add(t, b, "a rank's memory");
   return t;
 }
 
@@ -24,8 +25,8 @@ void walk_memory(const Program& p,
       if (b.is_view())
         throw Error("rank " + std::to_string(p.rank) + " task " + std::to_string(t.id) + ": allocates view " + b.name);
       const int64_t delta = a ? b.bytes : -b.bytes;
-      if (b.placement == Placement::kDevice) device.bytes[static_cast<int>(b.role)] += delta;
-      else host += delta;
+      int64_t& live = b.placement == Placement::kDevice ? device.bytes[static_cast<int>(b.role)] : host;
+      live = checked_add(live, delta, "a rank's memory");
     }
     visit(t, device, host);
   }

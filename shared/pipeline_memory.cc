@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "shared/error.h"
+#include "shared/resource_limit.h"
 #include "shared/rank_grid.h"
 #include "shared/reference_executor.h"
 #include "shared/roofline_cost.h"
@@ -74,15 +75,16 @@ std::vector<MemoryProfile> pipeline_memory_profiles(const Schedule& s, int rank,
     int64_t device_total = 0, host = 0;
     for (const MemoryOp& op : rank_ops) {
       if (op.device) {
-        device.bytes[static_cast<int>(op.role)] += op.delta_bytes;
-        device_total += op.delta_bytes;
+        int64_t& live = device.bytes[static_cast<int>(op.role)];
+        live = checked_add(live, op.delta_bytes, "a rank's memory");
+        device_total = checked_add(device_total, op.delta_bytes, "a rank's memory");
         if (device_total > prof.peak_device_bytes) {
           prof.peak_device_bytes = device_total;
           prof.peak_task = op.task;
           prof.at_peak = device;
         }
       } else {
-        host += op.delta_bytes;
+        host = checked_add(host, op.delta_bytes, "a rank's host memory");
         prof.peak_host_bytes = std::max(prof.peak_host_bytes, host);
       }
     }

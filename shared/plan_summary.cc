@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "shared/pipeline_memory.h"
+#include "shared/resource_limit.h"
 #include "shared/rank_grid.h"
 
 namespace tandem {
@@ -21,11 +22,12 @@ RankPlan plan_rank(const Schedule& s, const RankClass& rc, const Program& p) {
       if (c->phase == Phase::kForward || c->phase == Phase::kBackward) r.model_flops += f;
       r.hardware_flops += f;
     } else if (const Collective* c = std::get_if<Collective>(&t.op)) {
-      r.collective_bytes[static_cast<int>(s.group(c->group).kind)] += c->bytes;
+      int64_t& sum = r.collective_bytes[static_cast<int>(s.group(c->group).kind)];
+      sum = checked_add(sum, c->bytes, "a rank's collective bytes");
     } else if (const SendRecv* m = std::get_if<SendRecv>(&t.op)) {
-      if (m->is_send) r.p2p_bytes += m->bytes;
+      if (m->is_send) r.p2p_bytes = checked_add(r.p2p_bytes, m->bytes, "a rank's sent bytes");
     } else if (const Copy* c = std::get_if<Copy>(&t.op)) {
-      r.offload_bytes += c->bytes;
+      r.offload_bytes = checked_add(r.offload_bytes, c->bytes, "a rank's copied bytes");
     }
   }
   return r;
@@ -73,7 +75,7 @@ PlanSummary summarize(const Schedule& s) {
   const Scenario& sc = s.scenario();
   PlanSummary sum;
   sum.parameters = sc.model.parameters();
-  sum.tokens_per_iteration = int64_t(sc.strategy.global_batch) * sc.model.seq_len;
+  sum.tokens_per_iteration = checked_mul(sc.strategy.global_batch, sc.model.seq_len, "tokens per iteration");
   sum.hbm_bytes = sc.cluster.hbm_bytes();
   for (RankPlan& r : plan_ranks(s)) {
     sum.flops_per_iteration += r.model_flops * r.count;

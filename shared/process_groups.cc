@@ -36,35 +36,24 @@ std::vector<ProcessGroup> make_process_groups(const Scenario& scenario, const Ra
     pg.ranks = std::move(ranks);
     groups.push_back(std::move(pg));
   };
-  for (int d = 0; d < g.dp(); ++d)
-    for (int p = 0; p < g.pp(); ++p)
-      for (int s = 0; s < g.sp(); ++s) {
-        std::vector<int> r;
-        for (int t = 0; t < g.tp(); ++t) r.push_back(g.rank({d, p, t, s}));
-        add(GroupKind::kTp, std::move(r));
+  // One group along `axis` per combination of the other axes, taken in rank order (which is the
+  // order of those axes, dp slowest); within it the ranks along the axis.
+  auto add_axis = [&](GroupKind kind, int RankCoord::*axis, int extent) {
+    for (int r = 0; r < g.size(); ++r) {
+      RankCoord c = g.coord(r);
+      if (c.*axis != 0) continue;
+      std::vector<int> ranks;
+      for (int i = 0; i < extent; ++i) {
+        c.*axis = i;
+        ranks.push_back(g.rank(c));
       }
-  for (int d = 0; d < g.dp(); ++d)
-    for (int t = 0; t < g.tp(); ++t)
-      for (int s = 0; s < g.sp(); ++s) {
-        std::vector<int> r;
-        for (int p = 0; p < g.pp(); ++p) r.push_back(g.rank({d, p, t, s}));
-        add(GroupKind::kPp, std::move(r));
-      }
-  for (int p = 0; p < g.pp(); ++p)
-    for (int t = 0; t < g.tp(); ++t)
-      for (int s = 0; s < g.sp(); ++s) {
-        std::vector<int> r;
-        for (int d = 0; d < g.dp(); ++d) r.push_back(g.rank({d, p, t, s}));
-        add(GroupKind::kDp, std::move(r));
-      }
-  if (g.sp() > 1)
-    for (int d = 0; d < g.dp(); ++d)
-      for (int p = 0; p < g.pp(); ++p)
-        for (int t = 0; t < g.tp(); ++t) {
-          std::vector<int> r;
-          for (int s = 0; s < g.sp(); ++s) r.push_back(g.rank({d, p, t, s}));
-          add(GroupKind::kSp, std::move(r));
-        }
+      add(kind, std::move(ranks));
+    }
+  };
+  add_axis(GroupKind::kTp, &RankCoord::tp, g.tp());
+  add_axis(GroupKind::kPp, &RankCoord::pp, g.pp());
+  add_axis(GroupKind::kDp, &RankCoord::dp, g.dp());
+  if (g.sp() > 1) add_axis(GroupKind::kSp, &RankCoord::sp, g.sp());
   if (has_embedding_group(scenario))
     for (int d = 0; d < g.dp(); ++d)
       for (int t = 0; t < g.tp(); ++t)

@@ -6,12 +6,25 @@
 
 namespace tandem {
 
-ProgramBuilder::ProgramBuilder(int rank) {
+ProgramBuilder::ProgramBuilder(int rank, size_t max_tasks, size_t max_buffers)
+    : max_tasks_(max_tasks), max_buffers_(max_buffers) {
   program_.rank = rank;
   last_on_stream_.fill(kNoId);
 }
 
+namespace {
+
+[[noreturn]] void refuse(int rank, size_t count, const char* what) {
+  throw Error("rank " + std::to_string(rank) + ": the program passes " + std::to_string(count) + " " + what +
+              ", the generator's hard limit; the scenario asks for too large a program per rank (fewer "
+              "micro-batches per iteration, global_batch / (dp x micro_batch), or fewer layers per stage)");
+}
+
+}  // namespace
+
 void ProgramBuilder::reserve(size_t tasks, size_t buffers) {
+  tasks = std::min(tasks, max_tasks_);
+  buffers = std::min(buffers, max_buffers_);
   program_.tasks.reserve(tasks);
   program_.buffers.reserve(buffers);
   all_.reserve(buffers);
@@ -23,6 +36,7 @@ void ProgramBuilder::reserve(size_t tasks, size_t buffers) {
 
 BufferId ProgramBuilder::buffer(std::string name, int64_t bytes, DType dtype, BufferRole role,
                                 Placement placement) {
+  if (program_.buffers.size() >= max_buffers_) refuse(program_.rank, max_buffers_, "buffers");
   Buffer b;
   b.id = static_cast<BufferId>(program_.buffers.size());
   b.name = std::move(name);
@@ -69,6 +83,7 @@ void ProgramBuilder::set_shard(BufferId id, BufferId shard_of, int64_t offset_by
 
 TaskId ProgramBuilder::add(Stream s, TaskOp op, const std::vector<BufferId>& reads,
                            const std::vector<BufferId>& writes, std::initializer_list<TaskId> extra) {
+  if (program_.tasks.size() >= max_tasks_) refuse(program_.rank, max_tasks_, "tasks");
   const TaskId id = static_cast<TaskId>(program_.tasks.size());
   const int si = static_cast<int>(s);
   Task t;

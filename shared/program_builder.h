@@ -17,10 +17,17 @@
 
 namespace tandem {
 
+// A backstop against runaway generation: a program past these sizes is refused (Error, bad input)
+// instead of growing until the allocator fails. Commands estimate the size before generating
+// (shared/program_size.h) and refuse far earlier, within their memory budget.
+inline constexpr size_t kMaxProgramTasks = size_t(1) << 26;    // about 20 GiB of tasks
+inline constexpr size_t kMaxProgramBuffers = size_t(1) << 25;
+
 class ProgramBuilder {
  public:
-  explicit ProgramBuilder(int rank);
-  // Capacity hints, to avoid regrowing large programs.
+  // max_tasks (and max_buffers): the hard limit; tests give smaller ones.
+  explicit ProgramBuilder(int rank, size_t max_tasks = kMaxProgramTasks, size_t max_buffers = kMaxProgramBuffers);
+  // Capacity hints, to avoid regrowing large programs (capped at the limits above).
   void reserve(size_t tasks, size_t buffers);
 
   BufferId buffer(std::string name, int64_t bytes, DType dtype, BufferRole role,
@@ -58,6 +65,7 @@ class ProgramBuilder {
   void record(BufferId b, int stream, TaskId id, bool write);
 
   Program program_;
+  size_t max_tasks_, max_buffers_;
   std::vector<Access> all_;      // by root: accesses to the buffer or any of its views
   std::vector<Access> own_;      // by buffer or view: accesses through that id itself
   std::vector<BufferId> roots_;  // the buffer a view (or a buffer itself) allocates in

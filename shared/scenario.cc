@@ -1,4 +1,4 @@
-// The plain-value side of a scenario: element sizes, the user spellings of every enumerated choice,
+// The plain-value side of a scenario: element sizes, the names of every enumerated choice,
 // the parameter count of a model and the per-dtype peak of a cluster.
 //
 // Parameter count of ModelSpec (h hidden, l layers, V vocab, f ffn_hidden, k = kv_heads*head_dim):
@@ -15,7 +15,9 @@
 // embedding. The schedule generators hold exactly these tensors (shared/param_layout.h).
 #include <cmath>
 
+#include "shared/resource_limit.h"
 #include "shared/scenario.h"
+#include "shared/scenario_spellings.h"
 
 namespace tandem {
 
@@ -30,97 +32,27 @@ int dtype_bytes(DType t) {
   return 0;
 }
 
-const char* to_string(DType t) {
-  switch (t) {
-    case DType::kFp32: return "fp32";
-    case DType::kFp16: return "fp16";
-    case DType::kBf16: return "bf16";
-    case DType::kInt32: return "int32";
-    case DType::kUint8: return "uint8";
-  }
+namespace {
+
+template <class E, size_t N>
+const char* spelled(const Spelling<E> (&table)[N], E value) {
+  for (const Spelling<E>& s : table)
+    if (s.value == value) return s.name;
   return "?";
 }
 
-const char* to_string(Norm v) {
-  switch (v) {
-    case Norm::kLayerNorm: return "layernorm";
-    case Norm::kRmsNorm: return "rmsnorm";
-  }
-  return "?";
-}
+}  // namespace
 
-const char* to_string(Activation v) {
-  switch (v) {
-    case Activation::kGelu: return "gelu";
-    case Activation::kSwiglu: return "swiglu";
-  }
-  return "?";
-}
-
-const char* to_string(TpMode v) {
-  switch (v) {
-    case TpMode::k1d: return "1d";
-    case TpMode::k2d: return "2d";
-    case TpMode::k2p5d: return "2.5d";
-    case TpMode::k3d: return "3d";
-  }
-  return "?";
-}
-
-const char* to_string(PpSchedule v) {
-  switch (v) {
-    case PpSchedule::kGpipe: return "gpipe";
-    case PpSchedule::k1f1b: return "1f1b";
-    case PpSchedule::kInterleaved: return "interleaved";
-  }
-  return "?";
-}
-
-const char* to_string(SpMode v) {
-  switch (v) {
-    case SpMode::kNone: return "none";
-    case SpMode::kMegatron: return "megatron";
-    case SpMode::kRing: return "ring";
-    case SpMode::kUlysses: return "ulysses";
-  }
-  return "?";
-}
-
-const char* to_string(Recompute v) {
-  switch (v) {
-    case Recompute::kNone: return "none";
-    case Recompute::kSelective: return "selective";
-    case Recompute::kFull: return "full";
-  }
-  return "?";
-}
-
-const char* to_string(Offload v) {
-  switch (v) {
-    case Offload::kNone: return "none";
-    case Offload::kOptimizer: return "optimizer";
-    case Offload::kParams: return "params";
-    case Offload::kAuto: return "auto";
-  }
-  return "?";
-}
-
-const char* to_string(Topology v) {
-  switch (v) {
-    case Topology::kFatTree: return "fat-tree";
-    case Topology::kRailOptimized: return "rail-optimized";
-  }
-  return "?";
-}
-
-const char* to_string(CollectiveAlgorithm v) {
-  switch (v) {
-    case CollectiveAlgorithm::kAuto: return "auto";
-    case CollectiveAlgorithm::kRing: return "ring";
-    case CollectiveAlgorithm::kTree: return "tree";
-  }
-  return "?";
-}
+const char* to_string(DType v) { return spelled(kDTypeSpellings, v); }
+const char* to_string(Norm v) { return spelled(kNormSpellings, v); }
+const char* to_string(Activation v) { return spelled(kActivationSpellings, v); }
+const char* to_string(TpMode v) { return spelled(kTpModeSpellings, v); }
+const char* to_string(PpSchedule v) { return spelled(kPpScheduleSpellings, v); }
+const char* to_string(SpMode v) { return spelled(kSpModeSpellings, v); }
+const char* to_string(Recompute v) { return spelled(kRecomputeSpellings, v); }
+const char* to_string(Offload v) { return spelled(kOffloadSpellings, v); }
+const char* to_string(Topology v) { return spelled(kTopologySpellings, v); }
+const char* to_string(CollectiveAlgorithm v) { return spelled(kCollectiveAlgorithmSpellings, v); }
 
 int64_t ModelSpec::parameters() const {
   const int64_t h = hidden;
@@ -130,12 +62,16 @@ int64_t ModelSpec::parameters() const {
   const bool swiglu = activation == Activation::kSwiglu;
   const int64_t norm_params = norm == Norm::kLayerNorm ? 2 * h : h;
 
-  int64_t layer = 2 * h * h + 2 * h * k;
-  layer += (swiglu ? 3 : 2) * h * f;
-  layer += 2 * norm_params;
+  // Checked: the counts come from the user (the loader bounds them so that this fits).
+  constexpr const char* what = "model parameters";
+  int64_t layer = checked_add(checked_mul(2 * h, h, what), checked_mul(2 * h, k, what), what);
+  layer = checked_add(layer, checked_mul((swiglu ? 3 : 2) * h, f, what), what);
+  layer = checked_add(layer, 2 * norm_params, what);
 
-  int64_t total = v * h + layers * layer + norm_params;
-  if (!tied_embeddings) total += v * h;
+  const int64_t table = checked_mul(v, h, what);
+  int64_t total = checked_add(table, checked_mul(layers, layer, what), what);
+  total = checked_add(total, norm_params, what);
+  if (!tied_embeddings) total = checked_add(total, table, what);
   return total;
 }
 

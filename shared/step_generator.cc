@@ -18,46 +18,34 @@ class StepGenerator : public ProgramGenerator {
  private:
   void forward(StepState& st, int chunk, int mb) const;
   void backward(StepState& st, int chunk, int mb) const;
-  int peer(const StepState& st, int stage_delta) const {
-    RankCoord c = st.coord;
-    c.pp = (c.pp + stage_delta + grid_.pp()) % grid_.pp();
-    return grid_.rank(c);
-  }
-  std::vector<int> chunk_units(const StepState& st, int chunk) const {
-    std::vector<int> u;
-    for (size_t i = 0; i < st.lay.units.size(); ++i)
-      if (st.lay.units[i].chunk == chunk) u.push_back(static_cast<int>(i));
-    return u;
-  }
 
   const Scenario& sc_;
   const RankGrid& grid_;
 };
 
 void StepGenerator::forward(StepState& st, int chunk, int mb) const {
-  const StepDims& d = st.d;
+  const StepDims& d = st.dims;
   BufferId x = kNoId;
-  std::vector<LayerActs>& acts = st.acts[{chunk, mb}];
-  for (int u : chunk_units(st, chunk)) {
-    const ParamUnit& pu = st.lay.units[u];
+  for (int u : st.chunk_units(chunk)) {
+    const ParamUnit& pu = st.layout.units[u];
     ensure_params(st, u, true);
     if (pu.kind == ParamUnit::Kind::kEmbedding) {
       x = emit_embedding_forward(st, u, chunk, mb);
     } else if (pu.kind == ParamUnit::Kind::kLayer) {
       if (x == kNoId) {  // the chunk's input comes from the previous virtual stage
-        x = st.b.buffer(st.name("x_recv", pu.layer, mb), d.n_local * d.hidden * dtype_bytes(d.dtype), d.dtype,
+        x = st.program.buffer(st.buffer_name("x_recv", pu.layer, mb), d.n_local * d.hidden * dtype_bytes(d.dtype), d.dtype,
                         BufferRole::kActivation);
-        const TaskId posted = st.b.last_on(Stream::kCompute);  // post the receive when compute gets here
-        if (posted == kNoId) st.b.alloc(x, Stream::kRecvFwd);
-        else st.b.alloc(x, Stream::kRecvFwd, {posted});
-        st.b.recv(peer(st, -1), x, 0, mb, Stream::kRecvFwd);
+        const TaskId posted = st.program.last_on(Stream::kCompute);  // post the receive when compute gets here
+        if (posted == kNoId) st.program.alloc(x, Stream::kRecvFwd);
+        else st.program.alloc(x, Stream::kRecvFwd, {posted});
+        st.program.recv(st.pipeline_peer(-1), x, 0, mb, Stream::kRecvFwd);
       }
       LayerActs a;
       a.layer = pu.layer;
       a.mb = mb;
       a.x = x;
       emit_layer_forward(st, u, a, Phase::kForward, &x);
-      acts.push_back(a);
+      st.keep_layer(chunk, a);
     } else {
       emit_head_forward(st, u, chunk, mb, x);
       x = kNoId;
@@ -65,34 +53,33 @@ void StepGenerator::forward(StepState& st, int chunk, int mb) const {
     release_params_after(st, u, true);
   }
   if (x != kNoId) {  // not the last virtual stage: hand the activations on
-    st.b.send(peer(st, +1), x, 0, mb, Stream::kSendFwd);
-    st.b.free(x, Stream::kSendFwd);
+    st.program.send(st.pipeline_peer(+1), x, 0, mb, Stream::kSendFwd);
+    st.program.free(x, Stream::kSendFwd);
   }
 }
 
 void StepGenerator::backward(StepState& st, int chunk, int mb) const {
-  const StepDims& d = st.d;
-  std::vector<LayerActs>& acts = st.acts[{chunk, mb}];
-  std::vector<int> units = chunk_units(st, chunk);
+  const StepDims& d = st.dims;
+  const std::vector<int> units = st.chunk_units(chunk);
   BufferId g = kNoId;
-  int layer_index = static_cast<int>(acts.size());
   for (auto it = units.rbegin(); it != units.rend(); ++it) {
     const int u = *it;
-    const ParamUnit& pu = st.lay.units[u];
+    const ParamUnit& pu = st.layout.units[u];
     ensure_params(st, u, false);
     ensure_grads(st, u);
     if (pu.kind == ParamUnit::Kind::kHead) {
       g = emit_head_backward(st, u, chunk, mb);
     } else if (pu.kind == ParamUnit::Kind::kLayer) {
       if (g == kNoId) {  // the gradient comes from the next virtual stage
-        g = st.b.buffer(st.name("dx_recv", pu.layer, mb), d.n_local * d.hidden * dtype_bytes(d.dtype), d.dtype,
+        g = st.program.buffer(st.buffer_name("dx_recv", pu.layer, mb), d.n_local * d.hidden * dtype_bytes(d.dtype), d.dtype,
                         BufferRole::kActivation);
-        const TaskId posted = st.b.last_on(Stream::kCompute);
-        if (posted == kNoId) st.b.alloc(g, Stream::kRecvBwd);
-        else st.b.alloc(g, Stream::kRecvBwd, {posted});
-        st.b.recv(peer(st, +1), g, 1, mb, Stream::kRecvBwd);
+        const TaskId posted = st.program.last_on(Stream::kCompute);
+        if (posted == kNoId) st.program.alloc(g, Stream::kRecvBwd);
+        else st.program.alloc(g, Stream::kRecvBwd, {posted});
+        st.program.recv(st.pipeline_peer(+1), g, 1, mb, Stream::kRecvBwd);
       }
-      g = emit_layer_backward(st, u, acts[--layer_index], g);
+      LayerActs a = st.take_layer(chunk, mb);
+      g = emit_layer_backward(st, u, a, g);
     } else {
       emit_embedding_backward(st, u, chunk, mb, g);
       g = kNoId;
@@ -100,18 +87,17 @@ void StepGenerator::backward(StepState& st, int chunk, int mb) const {
     release_params_after(st, u, false);
     after_unit_backward(st, u, mb);
   }
-  st.acts.erase({chunk, mb});
   if (g != kNoId) {
-    st.b.send(peer(st, -1), g, 1, mb, Stream::kSendBwd);
-    st.b.free(g, Stream::kSendBwd);
+    st.program.send(st.pipeline_peer(-1), g, 1, mb, Stream::kSendBwd);
+    st.program.free(g, Stream::kSendBwd);
   }
 }
 
 Program StepGenerator::generate(int rank) const {
   StepState st(sc_, grid_, rank);
   // About 90 tasks and 30 buffers per layer and micro-batch (measured on the GPT generators).
-  const size_t work = size_t(st.micro_batches) * (st.lay.units.size() + 2);
-  st.b.reserve(work * 100 + 1024, work * 40 + 1024);
+  const size_t work = size_t(st.micro_batches) * (st.layout.units.size() + 2);
+  st.program.reserve(work * 100 + 1024, work * 40 + 1024);
   emit_persistent_state(st);
   emit_param_gathers(st);
   const StrategySpec& s = sc_.strategy;
@@ -120,7 +106,7 @@ Program StepGenerator::generate(int rank) const {
     else backward(st, op.chunk, op.microbatch);
   }
   emit_optimizer(st);
-  return std::move(st.b).finish();
+  return std::move(st.program).finish();
 }
 
 }  // namespace

@@ -1,18 +1,14 @@
 #include "shared/step_state.h"
 
-namespace tandem {
+#include "shared/error.h"
 
-StepState::StepState(const Scenario& scenario, const RankGrid& g, int r)
-    : sc(scenario),
-      grid(g),
-      rank(r),
-      coord(g.coord(r)),
-      gids(scenario, g),
-      micro_batches(scenario.strategy.micro_batches()),
-      b(r),
-      lay(make_param_layout(scenario, coord.pp, coord.tp)) {
+namespace tandem {
+namespace {
+
+StepDims make_dims(const Scenario& sc, int tp_index) {
   const ModelSpec& m = sc.model;
   const StrategySpec& s = sc.strategy;
+  StepDims d;
   d.tp = s.tp;
   d.batch = s.micro_batch;
   d.seq = m.seq_len;
@@ -28,13 +24,53 @@ StepState::StepState(const Scenario& scenario, const RankGrid& g, int r)
   d.ffn = m.ffn_hidden / s.tp;
   d.ffn_in = m.activation == Activation::kSwiglu ? 2 * d.ffn : d.ffn;
   d.vocab = m.vocab / s.tp;
-  d.vocab_offset = d.vocab * coord.tp;
+  d.vocab_offset = d.vocab * tp_index;
   d.dtype = s.dtype;
   d.dropout = m.dropout > 0;
   d.flash = s.flash_attention;
+  return d;
 }
 
-std::string StepState::name(const char* what, int layer, int mb) const {
+std::string where(const char* what, int chunk, int mb) {
+  return std::string("step generator: ") + what + " of chunk " + std::to_string(chunk) + ", micro-batch " +
+         std::to_string(mb);
+}
+
+}  // namespace
+
+StepState::StepState(const Scenario& sc, const RankGrid& g, int r)
+    : scenario(sc),
+      grid(g),
+      rank(r),
+      coord(g.coord(r)),
+      groups(sc, g),
+      micro_batches(sc.strategy.micro_batches()),
+      dims(make_dims(sc, coord.tp)),
+      layout(make_param_layout(sc, coord.pp, coord.tp)),
+      program(r),
+      param_views_(layout.units.size()),
+      grad_views_(layout.units.size()) {}
+
+std::vector<int> StepState::chunk_units(int chunk) const {
+  std::vector<int> u;
+  for (size_t i = 0; i < layout.units.size(); ++i)
+    if (layout.units[i].chunk == chunk) u.push_back(static_cast<int>(i));
+  return u;
+}
+
+int StepState::pipeline_peer(int delta) const {
+  RankCoord c = coord;
+  c.pp = (c.pp + delta + grid.pp()) % grid.pp();
+  return grid.rank(c);
+}
+
+int StepState::tensor_peer(int delta) const {
+  RankCoord c = coord;
+  c.tp = (c.tp + delta + grid.tp()) % grid.tp();
+  return grid.rank(c);
+}
+
+std::string StepState::buffer_name(const char* what, int layer, int mb) const {
   // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string.
   std::string s;
   if (layer >= 0) s.append("L").append(std::to_string(layer)).append(".");
@@ -43,10 +79,10 @@ std::string StepState::name(const char* what, int layer, int mb) const {
   return s;
 }
 
-BufferId StepState::make(const char* what, int layer, int mb, int64_t elements, DType dtype, BufferRole role,
-                         Stream s) {
-  BufferId id = b.buffer(name(what, layer, mb), elements * dtype_bytes(dtype), dtype, role);
-  b.alloc(id, s);
+BufferId StepState::allocate(const char* what, int layer, int mb, int64_t elements, DType dtype, BufferRole role,
+                             Stream s) {
+  BufferId id = program.buffer(buffer_name(what, layer, mb), elements * dtype_bytes(dtype), dtype, role);
+  program.alloc(id, s);
   return id;
 }
 
@@ -62,12 +98,12 @@ TaskId StepState::kernel(Kernel k, Phase phase, int layer, int mb, std::array<in
   c.dims = dims;
   c.inputs = std::move(in);
   c.outputs = std::move(out);
-  return b.compute(std::move(c));
+  return program.compute(std::move(c));
 }
 
 void StepState::tp_collective(CollectiveOp op, BufferId in, BufferId out, int64_t bytes, Phase phase, int layer,
                               int mb, ReduceOp reduce, DType dtype) {
-  if (d.tp == 1) return;
+  if (dims.tp == 1) return;
   Collective c;
   c.op = op;
   c.reduce = reduce;
@@ -78,42 +114,141 @@ void StepState::tp_collective(CollectiveOp op, BufferId in, BufferId out, int64_
   c.layer = layer;
   c.microbatch = mb;
   c.buffers = {in, out};
-  b.collective(std::move(c), Stream::kComm);
+  program.collective(std::move(c), Stream::kComm);
 }
 
 void StepState::linear_fwd(Phase ph, int layer, int mb, BufferId x, BufferId w, BufferId y, int64_t rows,
                            int64_t out, int64_t in) {
-  kernel(Kernel::kGemm, ph, layer, mb, {rows, out, in}, {x, w}, {y}, kTransB, d.dtype);
+  kernel(Kernel::kGemm, ph, layer, mb, {rows, out, in}, {x, w}, {y}, kTransB, dims.dtype);
 }
 
 void StepState::linear_dgrad(int layer, int mb, BufferId dy, BufferId w, BufferId dx, int64_t rows, int64_t out,
                              int64_t in) {
-  kernel(Kernel::kGemm, Phase::kBackward, layer, mb, {rows, in, out}, {dy, w}, {dx}, 0, d.dtype);
+  kernel(Kernel::kGemm, Phase::kBackward, layer, mb, {rows, in, out}, {dy, w}, {dx}, 0, dims.dtype);
 }
 
 void StepState::linear_wgrad(int layer, int mb, BufferId dy, BufferId x, BufferId dw, int64_t rows, int64_t out,
                              int64_t in) {
   kernel(Kernel::kGemm, Phase::kBackward, layer, mb, {out, in, rows}, {dy, x}, {dw}, kTransA | kAccumulateOut,
-         d.dtype);
+         dims.dtype);
 }
 
 BufferId StepState::gather_seq(BufferId shard, int layer, int mb, Phase ph, const char* what) {
-  BufferId full = make(what, layer, mb, d.n * d.hidden, d.dtype, BufferRole::kComm);
-  tp_collective(CollectiveOp::kAllGather, shard, full, d.n * d.hidden * dtype_bytes(d.dtype), ph, layer, mb,
-                ReduceOp::kSum, d.dtype);
+  BufferId full = allocate(what, layer, mb, dims.n * dims.hidden, dims.dtype, BufferRole::kComm);
+  tp_collective(CollectiveOp::kAllGather, shard, full, dims.n * dims.hidden * dtype_bytes(dims.dtype), ph, layer, mb,
+                ReduceOp::kSum, dims.dtype);
   return full;
 }
 
 BufferId StepState::reduce_partial(BufferId partial, int layer, int mb, Phase ph, const char* what) {
-  const int64_t bytes = d.n * d.hidden * dtype_bytes(d.dtype);
-  if (!d.seq_parallel) {
-    tp_collective(CollectiveOp::kAllReduce, partial, partial, bytes, ph, layer, mb, ReduceOp::kSum, d.dtype);
+  const int64_t bytes = dims.n * dims.hidden * dtype_bytes(dims.dtype);
+  if (!dims.seq_parallel) {
+    tp_collective(CollectiveOp::kAllReduce, partial, partial, bytes, ph, layer, mb, ReduceOp::kSum, dims.dtype);
     return partial;
   }
-  BufferId shard = make(what, layer, mb, d.n_local * d.hidden, d.dtype);
-  tp_collective(CollectiveOp::kReduceScatter, partial, shard, bytes, ph, layer, mb, ReduceOp::kSum, d.dtype);
+  BufferId shard = allocate(what, layer, mb, dims.n_local * dims.hidden, dims.dtype);
+  tp_collective(CollectiveOp::kReduceScatter, partial, shard, bytes, ph, layer, mb, ReduceOp::kSum, dims.dtype);
   release(partial);
   return shard;
+}
+
+BufferId StepState::column_parallel_backward(int layer, int mb, BufferId dy, BufferId x, BufferId w, BufferId dw,
+                                             int64_t out, const char* gathered, const char* dx_name,
+                                             const char* dx_shard_name) {
+  BufferId X = dims.seq_parallel ? gather_seq(x, layer, mb, Phase::kBackward, gathered) : x;
+  BufferId dx = allocate(dx_name, layer, mb, dims.n * dims.hidden, dims.dtype);
+  linear_dgrad(layer, mb, dy, w, dx, dims.n, out, dims.hidden);
+  dx = reduce_partial(dx, layer, mb, Phase::kBackward, dx_shard_name);
+  linear_wgrad(layer, mb, dy, X, dw, dims.n, out, dims.hidden);
+  if (X != x) release(X);
+  return dx;
+}
+
+void StepState::norm_forward(Phase ph, int layer, int mb, BufferId x, BufferId w, BufferId bias, BufferId* y,
+                             BufferId* mean, BufferId* rstd, const char* y_name, const char* mean_name,
+                             const char* rstd_name) {
+  const StepDims& d = dims;
+  *y = allocate(y_name, layer, mb, d.n_local * d.hidden, d.dtype);
+  *rstd = allocate(rstd_name, layer, mb, d.n_local, DType::kFp32);
+  if (scenario.model.norm == Norm::kLayerNorm) {
+    *mean = allocate(mean_name, layer, mb, d.n_local, DType::kFp32);
+    kernel(Kernel::kLayerNorm, ph, layer, mb, {d.n_local, d.hidden}, {x, w, bias}, {*y, *mean, *rstd}, 0, d.dtype);
+  } else {
+    kernel(Kernel::kRmsNorm, ph, layer, mb, {d.n_local, d.hidden}, {x, w}, {*y, *rstd}, 0, d.dtype);
+  }
+}
+
+BufferId StepState::norm_backward(int layer, int mb, BufferId dy, BufferId x, BufferId w, BufferId mean,
+                                  BufferId rstd, BufferId dw, BufferId db) {
+  const StepDims& d = dims;
+  BufferId dx = allocate("dx", layer, mb, d.n_local * d.hidden, d.dtype);
+  if (scenario.model.norm == Norm::kLayerNorm)
+    kernel(Kernel::kLayerNormBwd, Phase::kBackward, layer, mb, {d.n_local, d.hidden}, {dy, x, w, mean, rstd},
+           {dx, dw, db}, 0, d.dtype);
+  else
+    kernel(Kernel::kRmsNormBwd, Phase::kBackward, layer, mb, {d.n_local, d.hidden}, {dy, x, w, rstd}, {dx, dw}, 0,
+           d.dtype);
+  return dx;
+}
+
+void StepState::set_unit_views(int unit, const UnitViews& params, const UnitViews& grads) {
+  param_views_.at(unit) = params;
+  grad_views_.at(unit) = grads;
+}
+
+void StepState::allocate_loss() {
+  if (loss_ != kNoId) throw Error("step generator: the loss buffer is allocated twice", ErrorKind::kInternal);
+  loss_ = allocate("loss", -1, -1, 1, DType::kFp32);
+}
+
+void StepState::keep_layer(int chunk, const LayerActs& acts) { layers_[{chunk, acts.mb}].push_back(acts); }
+
+LayerActs StepState::take_layer(int chunk, int mb) {
+  auto it = layers_.find({chunk, mb});
+  if (it == layers_.end() || it->second.empty())
+    throw Error(where("no layer activations kept", chunk, mb), ErrorKind::kInternal);
+  LayerActs acts = it->second.back();
+  it->second.pop_back();
+  if (it->second.empty()) layers_.erase(it);
+  return acts;
+}
+
+void StepState::keep_head(int chunk, int mb, const HeadActs& acts) {
+  if (!heads_.emplace(std::make_pair(chunk, mb), acts).second)
+    throw Error(where("head activations kept twice", chunk, mb), ErrorKind::kInternal);
+}
+
+HeadActs StepState::take_head(int chunk, int mb) {
+  auto it = heads_.find({chunk, mb});
+  if (it == heads_.end()) throw Error(where("no head activations kept", chunk, mb), ErrorKind::kInternal);
+  HeadActs acts = it->second;
+  heads_.erase(it);
+  return acts;
+}
+
+void StepState::keep_tokens(int chunk, int mb, BufferId tokens) {
+  if (!tokens_.emplace(std::make_pair(chunk, mb), tokens).second)
+    throw Error(where("tokens kept twice", chunk, mb), ErrorKind::kInternal);
+}
+
+BufferId StepState::take_tokens(int chunk, int mb) {
+  auto it = tokens_.find({chunk, mb});
+  if (it == tokens_.end()) throw Error(where("no tokens kept", chunk, mb), ErrorKind::kInternal);
+  const BufferId tokens = it->second;
+  tokens_.erase(it);
+  return tokens;
+}
+
+void StepState::keep_targets(int mb, BufferId targets) {
+  if (!targets_.emplace(mb, targets).second) throw Error(where("targets kept twice", 0, mb), ErrorKind::kInternal);
+}
+
+BufferId StepState::take_targets(int mb) {
+  auto it = targets_.find(mb);
+  if (it == targets_.end()) return kNoId;
+  const BufferId targets = it->second;
+  targets_.erase(it);
+  return targets;
 }
 
 }  // namespace tandem

@@ -1,7 +1,7 @@
 // The working state of one rank's program while the step generator writes it: the dimensions
 // every kernel needs, the parameter and gradient views, the activations saved per micro-batch.
-// Private to the generator files (step_generator.cc, layer_emitter.cc, edge_emitter.cc,
-// grad_sync.cc).
+// Private to the generator files (step_generator.cc, layer_emitter.cc, embedding_head_emitter.cc,
+// grad_sync.cc, tp_overlap.cc).
 #pragma once
 
 #include <functional>
@@ -67,33 +67,41 @@ struct BucketBuffers {
   bool grad_live = false;        // ZeRO-2/3: the per-micro-batch gradient is allocated now
 };
 
-struct StepState {
-  StepState(const Scenario& sc, const RankGrid& grid, int rank);
+// One rank's program while the step generator writes it. The public constants say what the
+// program is for; the program itself and the state that must stay consistent with it (the model
+// state's views, what each forward keeps for its backward) are reached through methods, which
+// check that every kept thing is taken back once, in the order the pipeline needs.
+class StepState {
+ public:
+  StepState(const Scenario& scenario, const RankGrid& grid, int rank);
 
-  const Scenario& sc;
+  const Scenario& scenario;
   const RankGrid& grid;
   const int rank;
   const RankCoord coord;
-  const GroupIds gids;
-  const int micro_batches;
-  StepDims d;
-  ProgramBuilder b;
-  ParamLayout lay;
-  std::vector<UnitViews> pv, gv;  // per unit
-  std::vector<BucketBuffers> buckets;
-  BufferId loss = kNoId;
-  std::map<std::pair<int, int>, std::vector<LayerActs>> acts;  // (chunk, mb) -> per layer
-  std::map<std::pair<int, int>, HeadActs> head;
-  std::map<std::pair<int, int>, BufferId> tokens;  // (chunk, mb) on the first virtual stage
-  std::map<int, BufferId> targets;                 // mb -> targets loaded with the tokens (pp == 1)
+  const GroupIds groups;
+  const int micro_batches;  // per pipeline and iteration
+  const StepDims dims;
+  const ParamLayout layout;
+  ProgramBuilder program;   // the program being written
 
-  GroupId tp_group() const { return gids.tp(coord); }
-  std::string name(const char* what, int layer, int mb) const;
-  // A new activation-like buffer of `elements` elements, allocated now on the compute stream.
-  BufferId make(const char* what, int layer, int mb, int64_t elements, DType dtype,
-                BufferRole role = BufferRole::kActivation, Stream s = Stream::kCompute);
+  GroupId tp_group() const { return groups.tp(coord); }
+  // Whether this rank runs the last virtual stage's head (and so computes the loss).
+  bool holds_head() const { return layout.units.back().kind == ParamUnit::Kind::kHead; }
+  // The parameter units of model chunk `chunk`, in forward order.
+  std::vector<int> chunk_units(int chunk) const;
+  // The rank `delta` pipeline stages (or tensor ranks) away, around the ring.
+  int pipeline_peer(int delta) const;
+  int tensor_peer(int delta) const;
+
+  // "L<layer>.m<mb>.<what>" (a part left out when -1).
+  std::string buffer_name(const char* what, int layer, int mb) const;
+  // A new activation-like buffer of `elements` elements, allocated now on stream `s`.
+  BufferId allocate(const char* what, int layer, int mb, int64_t elements, DType dtype,
+                    BufferRole role = BufferRole::kActivation, Stream s = Stream::kCompute);
+  // Frees `id` on stream `s` (nothing for kNoId).
   void release(BufferId id, Stream s = Stream::kCompute) {
-    if (id != kNoId) b.free(id, s);
+    if (id != kNoId) program.free(id, s);
   }
   TaskId kernel(Kernel k, Phase phase, int layer, int mb, std::array<int64_t, 6> dims,
                 std::vector<BufferId> in, std::vector<BufferId> out, uint8_t flags = 0,
@@ -110,6 +118,52 @@ struct StepState {
   // Reduce a partial [n, h] over the tensor group: all-reduce in place, or reduce-scatter to a new
   // [n_local, h] shard (freeing the partial). Returns the reduced buffer.
   BufferId reduce_partial(BufferId partial, int layer, int mb, Phase ph, const char* what);
+  // Megatron-LM's column-parallel backward (LinearWithGradAccumulationAndAsyncCommunication) for
+  // Y [n, out] = gather(x) W^T: the input's all-gather runs under the dgrad GEMM, the dgrad's
+  // reduction under the wgrad GEMM. Returns dx, reduced (a sequence shard under Megatron-SP),
+  // named `dx_name`, `dx_shard_name` after the reduce-scatter; `gathered` names the gathered x.
+  BufferId column_parallel_backward(int layer, int mb, BufferId dy, BufferId x, BufferId w, BufferId dw, int64_t out,
+                                    const char* gathered, const char* dx_name, const char* dx_shard_name);
+  // Layer norm or RMS norm (model.norm) over [n_local, h]: *y, *mean (layer norm only), *rstd.
+  void norm_forward(Phase ph, int layer, int mb, BufferId x, BufferId w, BufferId bias, BufferId* y,
+                    BufferId* mean, BufferId* rstd, const char* y_name, const char* mean_name,
+                    const char* rstd_name);
+  // Its backward: returns a new dx [n_local, h]; accumulates dw (and db for layer norm).
+  BufferId norm_backward(int layer, int mb, BufferId dy, BufferId x, BufferId w, BufferId mean, BufferId rstd,
+                         BufferId dw, BufferId db);
+
+  // Views of each unit's parameters and gradients, and the gradient buckets' buffers, set once by
+  // emit_persistent_state.
+  void set_unit_views(int unit, const UnitViews& params, const UnitViews& grads);
+  const UnitViews& params(int unit) const { return param_views_.at(unit); }
+  const UnitViews& grads(int unit) const { return grad_views_.at(unit); }
+  void add_bucket(const BucketBuffers& buffers) { buckets_.push_back(buffers); }
+  BucketBuffers& bucket(int k) { return buckets_.at(k); }
+  int bucket_count() const { return static_cast<int>(buckets_.size()); }
+  // The loss buffer (kNoId unless this rank holds the head).
+  void allocate_loss();
+  BufferId loss() const { return loss_; }
+
+  // What a forward keeps for its backward. Each is taken back exactly once; a layer's
+  // activations come back in reverse order (the backward runs the chunk's layers backwards).
+  void keep_layer(int chunk, const LayerActs& acts);
+  LayerActs take_layer(int chunk, int mb);
+  void keep_head(int chunk, int mb, const HeadActs& acts);
+  HeadActs take_head(int chunk, int mb);
+  void keep_tokens(int chunk, int mb, BufferId tokens);  // for the embedding's backward
+  BufferId take_tokens(int chunk, int mb);
+  // With one pipeline stage the head uses the targets loaded with the tokens.
+  void keep_targets(int mb, BufferId targets);
+  BufferId take_targets(int mb);  // kNoId when none were kept
+
+ private:
+  std::vector<UnitViews> param_views_, grad_views_;  // per unit
+  std::vector<BucketBuffers> buckets_;
+  BufferId loss_ = kNoId;
+  std::map<std::pair<int, int>, std::vector<LayerActs>> layers_;  // (chunk, mb) -> per layer
+  std::map<std::pair<int, int>, HeadActs> heads_;
+  std::map<std::pair<int, int>, BufferId> tokens_;  // (chunk, mb) on the first virtual stage
+  std::map<int, BufferId> targets_;                 // mb -> targets loaded with the tokens (pp == 1)
 };
 
 // tp_overlap.cc (strategy.tp_comm_overlap). A BlockGemm multiplies `rows` rows of `in` into `out`.
@@ -127,7 +181,7 @@ BufferId gemm_reduce_scatter_overlapped(StepState& st, BufferId in, int64_t in_c
 // layer_emitter.cc
 void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase phase, BufferId* out);
 BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dout);
-// edge_emitter.cc: embedding (first virtual stage) and head + loss (last virtual stage).
+// embedding_head_emitter.cc: embedding (first virtual stage) and head + loss (last virtual stage).
 BufferId emit_embedding_forward(StepState& st, int unit, int chunk, int mb);
 void emit_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx);
 void emit_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x);

@@ -12,17 +12,11 @@ namespace {
 
 constexpr int kTpExchangeTag = 2;  // pipeline messages use 0 (activations) and 1 (gradients)
 
-int tp_neighbour(const StepState& st, int delta) {
-  RankCoord c = st.coord;
-  c.tp = (c.tp + delta + st.d.tp) % st.d.tp;
-  return st.grid.rank(c);
-}
-
 // Row block k of `of`, whose rows are `cols` elements of the activation dtype.
 BufferId block(StepState& st, BufferId of, int k, int64_t cols, const char* what, int layer, int mb) {
-  const int64_t bytes = st.d.n_local * cols * dtype_bytes(st.d.dtype);
-  const std::string name = st.name(what, layer, mb) + ".b" + std::to_string(k);
-  return st.b.view(of, k * bytes, bytes, st.d.dtype, name);
+  const int64_t bytes = st.dims.n_local * cols * dtype_bytes(st.dims.dtype);
+  const std::string name = st.buffer_name(what, layer, mb) + ".b" + std::to_string(k);
+  return st.program.view(of, k * bytes, bytes, st.dims.dtype, name);
 }
 
 }  // namespace
@@ -32,19 +26,19 @@ BufferId block(StepState& st, BufferId of, int k, int64_t cols, const char* what
 // own block's arrival. The gathered buffer is returned whole (the weight gradient reads it).
 BufferId gather_gemm_overlapped(StepState& st, BufferId shard, int layer, int mb, const char* what,
                                 BufferId out, int64_t out_cols, const BlockGemm& gemm) {
-  const StepDims& d = st.d;
+  const StepDims& d = st.dims;
   const int t = d.tp, i = st.coord.tp;
-  const int next = tp_neighbour(st, +1), prev = tp_neighbour(st, -1);
-  BufferId full = st.make(what, layer, mb, d.n * d.hidden, d.dtype, BufferRole::kComm);
+  const int next = st.tensor_peer(+1), prev = st.tensor_peer(-1);
+  BufferId full = st.allocate(what, layer, mb, d.n * d.hidden, d.dtype, BufferRole::kComm);
   BufferId own = block(st, full, i, d.hidden, what, layer, mb);
-  st.b.copy(CopyDirection::kD2D, shard, own, Stream::kCompute);
-  st.b.send(next, shard, kTpExchangeTag, mb, Stream::kTpSend);
+  st.program.copy(CopyDirection::kD2D, shard, own, Stream::kCompute);
+  st.program.send(next, shard, kTpExchangeTag, mb, Stream::kTpSend);
   gemm(shard, block(st, out, i, out_cols, "out", layer, mb), d.n_local);
   for (int s = 1; s < t; ++s) {
     const int k = (i - s + t) % t;
     BufferId in = block(st, full, k, d.hidden, what, layer, mb);
-    st.b.recv(prev, in, kTpExchangeTag, mb, Stream::kTpRecv);
-    if (s + 1 < t) st.b.send(next, in, kTpExchangeTag, mb, Stream::kTpSend);
+    st.program.recv(prev, in, kTpExchangeTag, mb, Stream::kTpRecv);
+    if (s + 1 < t) st.program.send(next, in, kTpExchangeTag, mb, Stream::kTpSend);
     gemm(in, block(st, out, k, out_cols, "out", layer, mb), d.n_local);
   }
   return full;
@@ -56,19 +50,19 @@ BufferId gather_gemm_overlapped(StepState& st, BufferId shard, int layer, int mb
 // step after its send, so that the send runs under the next GEMM.
 BufferId gemm_reduce_scatter_overlapped(StepState& st, BufferId in, int64_t in_cols, int layer, int mb, Phase ph,
                                         const char* what, const BlockGemm& gemm) {
-  const StepDims& d = st.d;
+  const StepDims& d = st.dims;
   const int t = d.tp, i = st.coord.tp;
-  const int next = tp_neighbour(st, +1), prev = tp_neighbour(st, -1);
+  const int next = st.tensor_peer(+1), prev = st.tensor_peer(-1);
   const int64_t elems = d.n_local * d.hidden;
   BufferId sent = kNoId, part = kNoId;
   for (int s = 0; s < t; ++s) {
     const int j = (i - s - 1 + t) % t;
     BufferId partial_sum = kNoId;
     if (s > 0) {
-      partial_sum = st.make("rs_recv", layer, mb, elems, d.dtype, BufferRole::kComm);
-      st.b.recv(prev, partial_sum, kTpExchangeTag, mb, Stream::kTpRecv);
+      partial_sum = st.allocate("rs_recv", layer, mb, elems, d.dtype, BufferRole::kComm);
+      st.program.recv(prev, partial_sum, kTpExchangeTag, mb, Stream::kTpRecv);
     }
-    part = st.make(s + 1 < t ? "rs_part" : what, layer, mb, elems, d.dtype);
+    part = st.allocate(s + 1 < t ? "rs_part" : what, layer, mb, elems, d.dtype);
     gemm(block(st, in, j, in_cols, "in", layer, mb), part, d.n_local);
     if (sent != kNoId) st.release(sent, Stream::kTpSend);
     sent = kNoId;
@@ -77,7 +71,7 @@ BufferId gemm_reduce_scatter_overlapped(StepState& st, BufferId in, int64_t in_c
       st.release(partial_sum);
     }
     if (s + 1 < t) {
-      st.b.send(next, part, kTpExchangeTag, mb, Stream::kTpSend);
+      st.program.send(next, part, kTpExchangeTag, mb, Stream::kTpSend);
       sent = part;
     }
   }

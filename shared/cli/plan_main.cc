@@ -1,4 +1,4 @@
-// tandem plan SCENARIO [--set k=v ...] [--json]: the strategy's rank grid and groups, flops,
+// tandem plan SCENARIO [--set k=v ...] [--json] [--max-memory GIB]: the strategy's rank grid and groups, flops,
 // parameters, per-rank memory and communication volume, without running anything.
 #include <malloc.h>
 
@@ -10,6 +10,8 @@
 #include "shared/error.h"
 #include "shared/plan_report.h"
 #include "shared/plan_summary.h"
+#include "shared/program_size.h"
+#include "shared/resource_limit.h"
 
 namespace po = boost::program_options;
 
@@ -21,13 +23,27 @@ int main(int argc, char** argv) {
   po::options_description opts("tandem plan SCENARIO [options]");
   opts.add_options()("help,h", "show this help")(
       "set", po::value<std::vector<std::string>>()->composing(), "override a scenario field: part.field=value")(
-      "json", "print one JSON object")("scenario", po::value<std::string>(), "scenario file (.textproto)");
+      "json", "print one JSON object")(
+      "max-memory", po::value<double>(),
+      "refuse a scenario whose programs would need more than this many GiB of memory (default: half the RAM)")(
+      "scenario", po::value<std::string>(), "scenario file (.textproto)");
   po::variables_map vm;
   if (auto stop = tandem::parse_scenario_command_line("tandem plan", argc, argv, opts, vm)) return *stop;
   try {
     std::vector<std::string> sets;
     if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
-    tandem::Schedule schedule(tandem::load_scenario(vm["scenario"].as<std::string>(), sets));
+    tandem::ResourceLimit limit;
+    if (vm.count("max-memory")) {
+      const double gib = vm["max-memory"].as<double>();
+      // 2^33 GiB = 2^63 bytes, the most an int64 holds.
+      if (!(gib > 0 && gib < 8589934592.0))
+        throw tandem::Error("--max-memory " + std::to_string(gib) + ": must be a positive number of GiB below 2^33");
+      limit.max_memory_bytes = static_cast<int64_t>(gib * 1073741824.0);
+    }
+    tandem::Scenario scenario = tandem::load_scenario(vm["scenario"].as<std::string>(), sets);
+    // Refuse before generating: a scenario may ask for more programs than memory holds.
+    tandem::check_program_memory(scenario, tandem::plan_bytes_per_task(scenario), "tandem plan", limit);
+    tandem::Schedule schedule(std::move(scenario));
     tandem::PlanSummary summary = tandem::summarize(schedule);
     if (vm.count("json")) tandem::print_plan_json(std::cout, schedule, summary);
     else tandem::print_plan_text(std::cout, schedule, summary);

@@ -8,9 +8,9 @@ namespace {
 
 // Tokens and targets of one micro-batch (the samples a data-parallel rank takes, in order).
 std::pair<BufferId, BufferId> load_batch(StepState& st, int mb) {
-  const StepDims& d = st.d;
-  BufferId tokens = st.make("tokens", -1, mb, d.n, DType::kInt32);
-  BufferId targets = st.make("targets", -1, mb, d.n, DType::kInt32);
+  const StepDims& d = st.dims;
+  BufferId tokens = st.allocate("tokens", -1, mb, d.n, DType::kInt32);
+  BufferId targets = st.allocate("targets", -1, mb, d.n, DType::kInt32);
   const int64_t sample0 = (int64_t(st.coord.dp) * st.micro_batches + mb) * d.batch;
   st.kernel(Kernel::kData, Phase::kForward, -1, mb, {sample0, d.batch, d.seq}, {}, {tokens, targets}, 0,
             DType::kInt32);
@@ -18,108 +18,83 @@ std::pair<BufferId, BufferId> load_batch(StepState& st, int mb) {
 }
 
 int64_t tokens_per_iteration(const StepState& st) {
-  return int64_t(st.sc.strategy.global_batch) * st.sc.model.seq_len;
+  return int64_t(st.scenario.strategy.global_batch) * st.scenario.model.seq_len;
 }
 
 }  // namespace
 
 BufferId emit_embedding_forward(StepState& st, int unit, int chunk, int mb) {
-  const StepDims& d = st.d;
+  const StepDims& d = st.dims;
   auto [tokens, targets] = load_batch(st, mb);
   // With a single pipeline stage the head on this rank uses these targets; otherwise the last
   // stage loads its own.
-  if (st.lay.units.back().kind == ParamUnit::Kind::kHead) st.targets[mb] = targets;
+  if (st.holds_head()) st.keep_targets(mb, targets);
   else st.release(targets);
-  st.tokens[{chunk, mb}] = tokens;
-  BufferId x = st.make("x_embed", -1, mb, d.n * d.hidden, d.dtype);
+  st.keep_tokens(chunk, mb, tokens);
+  BufferId x = st.allocate("x_embed", -1, mb, d.n * d.hidden, d.dtype);
   st.kernel(Kernel::kEmbedding, Phase::kForward, -1, mb, {d.n, d.hidden, d.vocab, d.vocab_offset},
-            {tokens, st.pv[unit].table}, {x}, 0, d.dtype);
+            {tokens, st.params(unit).table}, {x}, 0, d.dtype);
   return st.reduce_partial(x, -1, mb, Phase::kForward, "x_embed_shard");
 }
 
 void emit_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx) {
-  const StepDims& d = st.d;
-  BufferId tokens = st.tokens.at({chunk, mb});
+  const StepDims& d = st.dims;
+  BufferId tokens = st.take_tokens(chunk, mb);
   BufferId D = d.seq_parallel ? st.gather_seq(dx, -1, mb, Phase::kBackward, "dx_embed_full") : dx;
   st.kernel(Kernel::kEmbeddingBwd, Phase::kBackward, -1, mb, {d.n, d.hidden, d.vocab, d.vocab_offset}, {tokens, D},
-            {st.gv[unit].table}, kAccumulateOut, d.dtype);
+            {st.grads(unit).table}, kAccumulateOut, d.dtype);
   if (D != dx) st.release(D);
   st.release(dx);
   st.release(tokens);
-  st.tokens.erase({chunk, mb});
 }
 
 void emit_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x) {
-  const StepDims& d = st.d;
-  const UnitViews& w = st.pv[unit];
+  const StepDims& d = st.dims;
+  const UnitViews& w = st.params(unit);
   HeadActs h;
   h.x = x;
-  if (auto it = st.targets.find(mb); it != st.targets.end()) {
-    h.targets = it->second;
-    st.targets.erase(it);
-  } else {
+  h.targets = st.take_targets(mb);
+  if (h.targets == kNoId) {
     auto [tokens, targets] = load_batch(st, mb);
     st.release(tokens);
     h.targets = targets;
   }
-  const bool layernorm = st.sc.model.norm == Norm::kLayerNorm;
-  h.yf = st.make("yf", -1, mb, d.n_local * d.hidden, d.dtype);
-  h.rstd = st.make("rstdf", -1, mb, d.n_local, DType::kFp32);
-  if (layernorm) {
-    h.mean = st.make("meanf", -1, mb, d.n_local, DType::kFp32);
-    st.kernel(Kernel::kLayerNorm, Phase::kForward, -1, mb, {d.n_local, d.hidden}, {x, w.ln1_w, w.ln1_b},
-              {h.yf, h.mean, h.rstd}, 0, d.dtype);
-  } else {
-    st.kernel(Kernel::kRmsNorm, Phase::kForward, -1, mb, {d.n_local, d.hidden}, {x, w.ln1_w}, {h.yf, h.rstd}, 0,
-              d.dtype);
-  }
+  st.norm_forward(Phase::kForward, -1, mb, x, w.ln1_w, w.ln1_b, &h.yf, &h.mean, &h.rstd, "yf", "meanf", "rstdf");
   BufferId Y = d.seq_parallel ? st.gather_seq(h.yf, -1, mb, Phase::kForward, "yf_full") : h.yf;
-  h.logits = st.make("logits", -1, mb, d.n * d.vocab, d.dtype);
+  h.logits = st.allocate("logits", -1, mb, d.n * d.vocab, d.dtype);
   st.linear_fwd(Phase::kForward, -1, mb, Y, w.table, h.logits, d.n, d.vocab, d.hidden);
   if (Y != h.yf) st.release(Y);
   const std::array<int64_t, 6> xd = {d.n, d.vocab, d.vocab_offset, tokens_per_iteration(st)};
   const int64_t row_bytes = d.n * 4;
-  h.max = st.make("xent_max", -1, mb, d.n, DType::kFp32);
+  h.max = st.allocate("xent_max", -1, mb, d.n, DType::kFp32);
   st.kernel(Kernel::kCrossEntropyMax, Phase::kForward, -1, mb, xd, {h.logits}, {h.max}, 0, d.dtype);
   st.tp_collective(CollectiveOp::kAllReduce, h.max, h.max, row_bytes, Phase::kForward, -1, mb, ReduceOp::kMax);
-  h.sum = st.make("xent_sum", -1, mb, d.n, DType::kFp32);
+  h.sum = st.allocate("xent_sum", -1, mb, d.n, DType::kFp32);
   st.kernel(Kernel::kCrossEntropySumExp, Phase::kForward, -1, mb, xd, {h.logits, h.max}, {h.sum}, 0, d.dtype);
   st.tp_collective(CollectiveOp::kAllReduce, h.sum, h.sum, row_bytes, Phase::kForward, -1, mb);
-  BufferId target = st.make("xent_target", -1, mb, d.n, DType::kFp32);
+  BufferId target = st.allocate("xent_target", -1, mb, d.n, DType::kFp32);
   st.kernel(Kernel::kCrossEntropyTarget, Phase::kForward, -1, mb, xd, {h.logits, h.targets}, {target}, 0, d.dtype);
   st.tp_collective(CollectiveOp::kAllReduce, target, target, row_bytes, Phase::kForward, -1, mb);
-  st.kernel(Kernel::kCrossEntropyLoss, Phase::kForward, -1, mb, xd, {h.max, h.sum, target}, {st.loss}, 0,
+  st.kernel(Kernel::kCrossEntropyLoss, Phase::kForward, -1, mb, xd, {h.max, h.sum, target}, {st.loss()}, 0,
             DType::kFp32);
   st.release(target);
-  st.head[{chunk, mb}] = h;
+  st.keep_head(chunk, mb, h);
 }
 
 BufferId emit_head_backward(StepState& st, int unit, int chunk, int mb) {
-  const StepDims& d = st.d;
-  const UnitViews& w = st.pv[unit];
-  const UnitViews& g = st.gv[unit];
-  HeadActs h = st.head.at({chunk, mb});
-  st.head.erase({chunk, mb});
+  const StepDims& d = st.dims;
+  const UnitViews& w = st.params(unit);
+  const UnitViews& g = st.grads(unit);
+  HeadActs h = st.take_head(chunk, mb);
   const std::array<int64_t, 6> xd = {d.n, d.vocab, d.vocab_offset, tokens_per_iteration(st)};
-  BufferId dlogits = st.make("dlogits", -1, mb, d.n * d.vocab, d.dtype);
+  BufferId dlogits = st.allocate("dlogits", -1, mb, d.n * d.vocab, d.dtype);
   st.kernel(Kernel::kCrossEntropyBwd, Phase::kBackward, -1, mb, xd, {h.logits, h.targets, h.max, h.sum}, {dlogits}, 0,
             d.dtype);
   for (BufferId id : {h.logits, h.targets, h.max, h.sum}) st.release(id);
-  // As every column-parallel backward (layer_emitter.cc): gather under dgrad, reduce under wgrad.
-  BufferId Y = d.seq_parallel ? st.gather_seq(h.yf, -1, mb, Phase::kBackward, "yf_full") : h.yf;
-  BufferId dy = st.make("dyf", -1, mb, d.n * d.hidden, d.dtype);
-  st.linear_dgrad(-1, mb, dlogits, w.table, dy, d.n, d.vocab, d.hidden);
-  dy = st.reduce_partial(dy, -1, mb, Phase::kBackward, "dyf_shard");
-  st.linear_wgrad(-1, mb, dlogits, Y, g.table, d.n, d.vocab, d.hidden);
-  if (Y != h.yf) st.release(Y);
+  BufferId dy = st.column_parallel_backward(-1, mb, dlogits, h.yf, w.table, g.table, d.vocab, "yf_full", "dyf",
+                                            "dyf_shard");
   st.release(dlogits);
-  BufferId dx = st.make("dx", -1, mb, d.n_local * d.hidden, d.dtype);
-  if (st.sc.model.norm == Norm::kLayerNorm)
-    st.kernel(Kernel::kLayerNormBwd, Phase::kBackward, -1, mb, {d.n_local, d.hidden}, {dy, h.x, w.ln1_w, h.mean, h.rstd},
-              {dx, g.ln1_w, g.ln1_b}, 0, d.dtype);
-  else
-    st.kernel(Kernel::kRmsNormBwd, Phase::kBackward, -1, mb, {d.n_local, d.hidden}, {dy, h.x, w.ln1_w, h.rstd},
-              {dx, g.ln1_w}, 0, d.dtype);
+  BufferId dx = st.norm_backward(-1, mb, dy, h.x, w.ln1_w, h.mean, h.rstd, g.ln1_w, g.ln1_b);
   for (BufferId id : {dy, h.x, h.yf, h.mean, h.rstd}) st.release(id);
   return dx;
 }
