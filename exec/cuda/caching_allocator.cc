@@ -48,7 +48,7 @@ void* CachingAllocator::allocate(int64_t bytes) {
       throw Error("exec: out of device memory allocating " + std::to_string(bytes) + " bytes (block " +
                       std::to_string(block) + "; live " + std::to_string(live_) + ", reserved " +
                       std::to_string(reserved_) + " bytes)",
-                  3);
+                  ErrorKind::kOutOfMemory);
     ++source_calls_;
     reserved_ += block;
     peak_reserved_ = std::max(peak_reserved_, reserved_);
