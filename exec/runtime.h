@@ -6,7 +6,8 @@
 // all its deps have finished (shared/schedule.h; the same rules as shared/reference_executor.h).
 // Alloc, Free and synchronous driver work finish at once; asynchronous work (MPI requests, CUDA
 // streams) is started and polled. It records the start and end of every task (steady clock,
-// seconds from the step's start), counts live device and host bytes (roots only, as
+// seconds from the step's start; a driver that times its work on a device replaces them through
+// Driver::end_step), counts live device and host bytes (roots only, as
 // shared/memory_timeline.h does) and keeps the value of the buffer "loss" at its Free.
 #pragma once
 
@@ -22,10 +23,6 @@
 #include "shared/schedule.h"
 
 namespace tandem::exec {
-
-struct TaskTimes {
-  double start_s = -1, end_s = -1;
-};
 
 struct MemorySample {
   double time_s = 0;

@@ -1,4 +1,6 @@
-// One rank of a host-driver run under mpirun: the runtime over MPI and the CPU kernels.
+// One rank of `tandem run` under mpirun: the runtime over the host driver (MPI and the CPU kernels)
+// or the CUDA driver (NCCL and the CUDA kernels), the step barrier and its watchdog, and rank 0's
+// gathering and report.
 #include <mpi.h>
 #include <sched.h>
 #include <signal.h>
@@ -9,7 +11,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <memory>
 #include <iostream>
 #include <sstream>
@@ -67,13 +68,10 @@ void barrier(int rank, double timeout_s, int step) {
   }
 }
 
-// The rank's driver: host (MPI + CPU kernels) or, where it is built, CUDA (exec/cuda/), with the
-// CUDA driver's per-step hooks (device times in the trace).
+// The rank's driver: host (MPI + CPU kernels) or, where it is built, CUDA (exec/cuda/).
 struct RankDriver {
   std::unique_ptr<MpiComm> comm;
   std::unique_ptr<Driver> driver;
-  std::function<void(const Program&)> begin_step = [](const Program&) {};
-  std::function<void(StepResult&)> end_step = [](StepResult&) {};
 };
 
 RankDriver make_driver(const RunArgs& args, const Schedule& schedule, int rank) {
@@ -81,11 +79,7 @@ RankDriver make_driver(const RunArgs& args, const Schedule& schedule, int rank) 
   if (args.driver == "cuda") {
 #ifdef TANDEM_HAVE_CUDA_DRIVER
     check_cuda_scenario(schedule.scenario());
-    auto cuda = std::make_unique<CudaDriver>(schedule, rank);
-    CudaDriver* c = cuda.get();
-    d.begin_step = [c](const Program& p) { c->begin_step(p); };
-    d.end_step = [c](StepResult& r) { c->end_step(r); };
-    d.driver = std::move(cuda);
+    d.driver = std::make_unique<CudaDriver>(schedule, rank);
     return d;
 #else
     throw Error("--driver cuda: the CUDA driver is not built in this version; use --driver host");
@@ -93,7 +87,7 @@ RankDriver make_driver(const RunArgs& args, const Schedule& schedule, int rank) 
   }
   check_host_scenario(schedule.scenario());
   d.comm = std::make_unique<MpiComm>(schedule, rank);
-  d.driver = std::make_unique<HostDriver>(d.comm.get());
+  d.driver = make_host_driver(d.comm.get());
   return d;
 }
 
@@ -107,7 +101,7 @@ std::string json_number(double x) {
 
 }  // namespace
 
-int run_host_worker(const RunArgs& args) {
+int run_rank_worker(const RunArgs& args) {
   MPI_Init(nullptr, nullptr);
   int rank = 0, world = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -133,9 +127,7 @@ int run_host_worker(const RunArgs& args) {
     for (int s = 0; s < steps; ++s) {
       maybe_fault(rank, s + 1);
       barrier(rank, args.timeout_s, s);
-      rd.begin_step(rt.program());
       StepResult r = rt.run_step(s);
-      rd.end_step(r);
       if (r.loss_sum) loss[s] = *r.loss_sum;
       wall[s] = r.wall_s;
       if (s == steps - 1) last = std::move(r);
