@@ -19,6 +19,7 @@
 #include "exec/mpi_comm.h"
 #include "exec/run_args.h"
 #include "exec/runtime.h"
+#include "exec/stall_exchange.h"
 #include "shared/error.h"
 #include "shared/memory_timeline.h"
 #include "shared/rank_grid.h"
@@ -38,21 +39,29 @@ namespace {
   std::_Exit(code);
 }
 
-// A test-only fault: TANDEM_EXEC_FAULT="kill:RANK:STEP" makes RANK raise SIGKILL at the start of
-// STEP (1-based), "hang:RANK:STEP" makes it stop making progress there.
-void maybe_fault(int rank, int step) {
+// A test-only fault, TANDEM_EXEC_FAULT="KIND:RANK:STEP" (STEP 1-based): "kill" makes RANK raise
+// SIGKILL before STEP's barrier, "hang" makes it stop making progress there (alive, waiting for a
+// signal), "stop" makes it raise SIGSTOP once STEP has started, after the barrier (as a debugger
+// or a wedged node would), so that the others wait on it inside the step.
+void maybe_fault(int rank, int step, bool step_started) {
   const char* f = std::getenv("TANDEM_EXEC_FAULT");
   if (!f) return;
   char kind[8] = {0};
   int r = -1, s = -1;
   if (std::sscanf(f, "%7[a-z]:%d:%d", kind, &r, &s) != 3 || r != rank || s != step) return;
-  if (std::string(kind) == "kill") raise(SIGKILL);
-  if (std::string(kind) == "hang")
+  const std::string k = kind;
+  if (step_started) {
+    if (k == "stop") raise(SIGSTOP);
+    return;
+  }
+  if (k == "kill") raise(SIGKILL);
+  if (k == "hang")
     for (;;) pause();
 }
 
-// A barrier that keeps the stall watchdog: MPI_Ibarrier polled until the timeout.
-void barrier(int rank, double timeout_s, int step) {
+// A barrier that keeps the stall watchdog: MPI_Ibarrier polled until the timeout; a rank stalled
+// here waits on every other rank.
+void barrier(StallExchange& stalls, int rank, int world, double timeout_s, int step) {
   MPI_Request req;
   MPI_Ibarrier(MPI_COMM_WORLD, &req);
   const auto t0 = std::chrono::steady_clock::now();
@@ -60,10 +69,15 @@ void barrier(int rank, double timeout_s, int step) {
   while (!flag) {
     MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
     if (flag) break;
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s)
-      abort_job(rank, "no progress for " + std::to_string(timeout_s) + " s, waiting at the barrier before step " +
-                          std::to_string(step + 1) + " for the other ranks",
-                exit_code_of(ErrorKind::kStalled));
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) {
+      std::vector<int> others;
+      for (int r = 0; r < world; ++r)
+        if (r != rank) others.push_back(r);
+      stalls.report_and_abort("no progress for " + std::to_string(timeout_s) +
+                                  " s, waiting at the barrier before step " + std::to_string(step + 1) +
+                                  " for the other ranks",
+                              others);
+    }
     sched_yield();
   }
 }
@@ -106,6 +120,9 @@ int run_rank_worker(const RunArgs& args) {
   int rank = 0, world = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
+  // Freed before MPI_Finalize (it holds a communicator).
+  auto stall_exchange = std::make_unique<StallExchange>(stall_grace_s(args.timeout_s));
+  StallExchange& stalls = *stall_exchange;
   try {
     std::vector<std::string> sets = args.sets;
     sets.push_back("cluster.gpus=" + std::to_string(world));
@@ -125,8 +142,9 @@ int run_rank_worker(const RunArgs& args) {
     std::vector<double> loss(steps, NAN), wall(steps, 0);
     StepResult last;
     for (int s = 0; s < steps; ++s) {
-      maybe_fault(rank, s + 1);
-      barrier(rank, args.timeout_s, s);
+      maybe_fault(rank, s + 1, false);
+      barrier(stalls, rank, world, args.timeout_s, s);
+      maybe_fault(rank, s + 1, true);
       StepResult r = rt.run_step(s);
       if (r.loss_sum) loss[s] = *r.loss_sum;
       wall[s] = r.wall_s;
@@ -228,11 +246,14 @@ int run_rank_worker(const RunArgs& args) {
         std::fflush(stdout);
       }
     }
+  } catch (const StallError& e) {
+    stalls.report_and_abort(e.what(), e.waits_on());
   } catch (const Error& e) {
     abort_job(rank, e.what(), e.exit_code());
   } catch (const std::exception& e) {
     abort_job(rank, std::string("internal error: ") + e.what(), exit_code_of(ErrorKind::kInternal));
   }
+  stall_exchange.reset();
   MPI_Finalize();
   return 0;
 }

@@ -148,8 +148,28 @@ void Runtime::initialise() {
 }
 
 std::string Runtime::describe(TaskId id) const {
-  return "task " + std::to_string(id) + " (" + kind_of(program_.tasks[id]) + " on stream " +
-         to_string(program_.tasks[id].stream) + ")";
+  const Task& t = program_.tasks[id];
+  std::string peers;
+  if (const SendRecv* m = std::get_if<SendRecv>(&t.op))
+    peers = std::string(m->is_send ? ", to rank " : ", from rank ") + std::to_string(m->peer);
+  else if (const Collective* c = std::get_if<Collective>(&t.op)) {
+    peers = ", group " + std::to_string(c->group) + " of ranks";
+    for (int r : schedule_.group(c->group).ranks) {
+      peers += ' ';  // (two appends keep GCC 12's -Wrestrict false positive away)
+      peers += std::to_string(r);
+    }
+  }
+  return "task " + std::to_string(id) + " (" + kind_of(t) + " on stream " + to_string(t.stream) + peers + ")";
+}
+
+std::vector<int> Runtime::peers_of(TaskId id) const {
+  const Task& t = program_.tasks[id];
+  if (const SendRecv* m = std::get_if<SendRecv>(&t.op)) return {m->peer};
+  std::vector<int> out;
+  if (const Collective* c = std::get_if<Collective>(&t.op))
+    for (int r : schedule_.group(c->group).ranks)
+      if (r != rank_) out.push_back(r);
+  return out;
 }
 
 StepResult Runtime::run_step(int step) {
@@ -261,9 +281,14 @@ StepResult Runtime::run_step(int step) {
         for (int s = 0; s < kStreamCount; ++s)
           if (head[s] < streams_[s].size() && (waiting == kNoId || streams_[s][head[s]] < waiting))
             waiting = streams_[s][head[s]];
-      throw Error("no progress for " + std::to_string(options_.timeout_s) +
-                      " s in step " + std::to_string(step + 1) + ", waiting on " + describe(waiting),
-                  ErrorKind::kStalled);
+      // The ranks its started work needs (every in-flight task's).
+      std::vector<int> peers;
+      for (int s = 0; s < kStreamCount; ++s)
+        if (busy[s])
+          for (int r : peers_of(streams_[s][head[s]])) peers.push_back(r);
+      throw StallError("no progress for " + std::to_string(options_.timeout_s) + " s in step " +
+                           std::to_string(step + 1) + ", waiting on " + describe(waiting),
+                       peers);
     }
     sched_yield();
   }
