@@ -17,6 +17,7 @@
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/swiglu.h"
 #include "shared/error.h"
+#include "shared/kernel_signature.h"
 
 namespace tandem::exec {
 namespace cpu = tandem::kernels::cpu;
@@ -26,12 +27,47 @@ namespace {
 float* F(void* p) { return static_cast<float*>(p); }
 int32_t* I(void* p) { return static_cast<int32_t*>(p); }
 
-void need(const Compute& c, size_t in, size_t out) {
-  if (c.inputs.size() < in || c.outputs.size() < out)
-    throw Error(std::string("exec: kernel ") + to_string(c.kernel) + " needs " + std::to_string(in) + " inputs and " +
-                    std::to_string(out) + " outputs",
+void check_fp32(DType dtype, const char* what) {
+  if (dtype != DType::kFp32)
+    throw Error(std::string("exec: the host driver stores fp32 only, ") + what + " of a " + to_string(dtype) + " buffer",
                 ErrorKind::kInternal);
 }
+
+class HostDriver : public Driver {
+ public:
+  explicit HostDriver(HostComm* comm) : comm_(comm) {}
+  const char* name() const override { return "host"; }
+  std::string machine() const override;
+  void* allocate(int64_t bytes, Placement placement) override;
+  void release(void* p, int64_t, Placement) override { std::free(p); }
+  void write(void* dst, DType dtype, Placement, const float* src, int64_t count) override {
+    check_fp32(dtype, "write");
+    std::memcpy(dst, src, size_t(count) * 4);
+  }
+  void read(float* dst, const void* src, DType dtype, Placement, int64_t count) override {
+    check_fp32(dtype, "read");
+    std::memcpy(dst, src, size_t(count) * 4);
+  }
+  Pending compute(const TaskRef& task, const Compute& c, const std::vector<void*>& in, const std::vector<void*>& out,
+                  const StepContext& ctx) override;
+  Pending collective(const TaskRef&, const Collective& c, void* in, void* out) override {
+    if (!comm_) throw Error("exec: a collective in a one-rank run without a communicator", ErrorKind::kInternal);
+    return comm_->collective(c, in, out);
+  }
+  Pending p2p(const TaskRef&, const SendRecv& m, void* buffer) override {
+    if (!comm_) throw Error("exec: a message in a one-rank run without a communicator", ErrorKind::kInternal);
+    return comm_->p2p(m, buffer);
+  }
+  Pending copy(const TaskRef&, const Copy& c, void* src, void* dst) override {
+    std::memmove(dst, src, size_t(c.bytes));
+    return kFinished;
+  }
+  bool test(Pending p) override { return p == kFinished || (comm_ && comm_->test(p)); }
+
+ private:
+  HostComm* comm_;
+  std::vector<float> scratch_;  // a micro-batch's token losses
+};
 
 }  // namespace
 
@@ -44,7 +80,7 @@ void check_host_scenario(const Scenario& sc) {
                 std::to_string(sc.model.dropout) + " (use --set model.dropout=0)");
 }
 
-HostDriver::HostDriver(HostComm* comm) : comm_(comm) {}
+std::unique_ptr<Driver> make_host_driver(HostComm* comm) { return std::make_unique<HostDriver>(comm); }
 
 std::string HostDriver::machine() const {
   std::ifstream in("/proc/cpuinfo");
@@ -65,22 +101,16 @@ void* HostDriver::allocate(int64_t bytes, Placement) {
   return p;
 }
 
-void HostDriver::release(void* p, int64_t, Placement) { std::free(p); }
-
-void HostDriver::write(void* dst, const void* src, int64_t bytes, Placement) { std::memcpy(dst, src, size_t(bytes)); }
-
-void HostDriver::read(void* dst, const void* src, int64_t bytes, Placement) { std::memcpy(dst, src, size_t(bytes)); }
-
-Pending HostDriver::compute(const Compute& c, const std::vector<void*>& in, const std::vector<void*>& out,
-                            const StepContext& ctx) {
+Pending HostDriver::compute(const TaskRef&, const Compute& c, const std::vector<void*>& in,
+                            const std::vector<void*>& out, const StepContext& ctx) {
   const auto& d = c.dims;
   const ExecOptions& o = *ctx.options;
   if (c.kernel != Kernel::kData && c.dtype != DType::kFp32)
     throw Error(std::string("exec: the host driver runs fp32 kernels, ") + to_string(c.kernel) + " is " +
                 to_string(c.dtype));
+  check_arity(c);
   switch (c.kernel) {
     case Kernel::kData: {
-      need(c, 0, 2);
       const int64_t samples = d[1], seq = d[2];
       for (int64_t i = 0; i < samples; ++i)
         ctx.data->sample(int64_t(ctx.step) * ctx.global_batch + d[0] + i, seq, I(out[0]) + i * seq,
@@ -88,32 +118,25 @@ Pending HostDriver::compute(const Compute& c, const std::vector<void*>& in, cons
       break;
     }
     case Kernel::kEmbedding:
-      need(c, 2, 1);
       cpu::embedding_forward(I(in[0]), d[0], F(in[1]), d[2], d[1], d[3], F(out[0]));
       break;
     case Kernel::kEmbeddingBwd:
-      need(c, 2, 1);
       cpu::embedding_backward(I(in[0]), d[0], F(in[1]), d[2], d[1], d[3], F(out[0]));
       break;
     case Kernel::kLayerNorm:
-      need(c, 3, 3);
       cpu::layer_norm_forward(F(in[0]), F(in[1]), F(in[2]), d[0], d[1], o.norm_eps, F(out[0]), F(out[1]), F(out[2]));
       break;
     case Kernel::kLayerNormBwd:
-      need(c, 5, 3);
       cpu::layer_norm_backward(F(in[0]), F(in[1]), F(in[2]), F(in[3]), F(in[4]), d[0], d[1], F(out[0]), F(out[1]),
                                F(out[2]));
       break;
     case Kernel::kRmsNorm:
-      need(c, 2, 2);
       cpu::rms_norm_forward(F(in[0]), F(in[1]), d[0], d[1], o.norm_eps, F(out[0]), F(out[1]));
       break;
     case Kernel::kRmsNormBwd:
-      need(c, 4, 2);
       cpu::rms_norm_backward(F(in[0]), F(in[1]), F(in[2]), F(in[3]), d[0], d[1], F(out[0]), F(out[1]));
       break;
     case Kernel::kGemm: {
-      need(c, 2, 1);
       const bool ta = c.flags & kTransA, tb = c.flags & kTransB;
       const int64_t m = d[0], n = d[1], k = d[2];
       cpu::gemm(ta, tb, m, n, k, 1.0f, F(in[0]), ta ? m : k, F(in[1]), tb ? k : n,
@@ -121,7 +144,6 @@ Pending HostDriver::compute(const Compute& c, const std::vector<void*>& in, cons
       break;
     }
     case Kernel::kAttention: {
-      need(c, 1, 2);
       const int64_t heads = d[2], kvh = d[3], hd = d[4], ld = (heads + 2 * kvh) * hd;
       const float* qkv = F(in[0]);
       cpu::attention_forward(qkv, ld, qkv + heads * hd, ld, qkv + (heads + kvh) * hd, ld, d[0], d[1], heads, kvh, hd,
@@ -129,7 +151,6 @@ Pending HostDriver::compute(const Compute& c, const std::vector<void*>& in, cons
       break;
     }
     case Kernel::kAttentionBwd: {
-      need(c, 4, 1);
       const int64_t heads = d[2], kvh = d[3], hd = d[4], ld = (heads + 2 * kvh) * hd;
       const float* qkv = F(in[0]);
       float* dqkv = F(out[0]);
@@ -139,46 +160,36 @@ Pending HostDriver::compute(const Compute& c, const std::vector<void*>& in, cons
       break;
     }
     case Kernel::kGelu:
-      need(c, 1, 1);
       cpu::gelu_forward(F(in[0]), F(out[0]), d[0]);
       break;
     case Kernel::kGeluBwd:
-      need(c, 2, 1);
       cpu::gelu_backward(F(in[0]), F(in[1]), F(out[0]), d[0]);
       break;
     case Kernel::kSwiglu:
-      need(c, 1, 1);
       cpu::swiglu_forward(F(in[0]), d[0], d[1], F(out[0]));
       break;
     case Kernel::kSwigluBwd:
-      need(c, 2, 1);
       cpu::swiglu_backward(F(in[0]), F(in[1]), d[0], d[1], F(out[0]));
       break;
     case Kernel::kDropout:
     case Kernel::kDropoutBwd:
       throw Error("exec: the host driver has no dropout kernel (run with model.dropout=0)");
     case Kernel::kAdd:
-      need(c, 2, 1);
       cpu::add(F(in[0]), F(in[1]), F(out[0]), d[0]);
       break;
     case Kernel::kAccumulate:
-      need(c, 1, 1);
       cpu::accumulate(F(in[0]), F(out[0]), d[0]);
       break;
     case Kernel::kCrossEntropyMax:
-      need(c, 1, 1);
       cpu::cross_entropy_local_max(F(in[0]), d[0], d[1], F(out[0]));
       break;
     case Kernel::kCrossEntropySumExp:
-      need(c, 2, 1);
       cpu::cross_entropy_local_sum_exp(F(in[0]), d[0], d[1], F(in[1]), F(out[0]));
       break;
     case Kernel::kCrossEntropyTarget:
-      need(c, 2, 1);
       cpu::cross_entropy_target_logit(F(in[0]), d[0], d[1], I(in[1]), d[2], F(out[0]));
       break;
     case Kernel::kCrossEntropyLoss: {
-      need(c, 3, 1);
       scratch_.resize(size_t(d[0]));
       cpu::cross_entropy_loss(F(in[0]), F(in[1]), F(in[2]), d[0], scratch_.data());
       double sum = 0;  // double: the sum of a micro-batch's token losses is exact to fp32 rounding
@@ -187,13 +198,11 @@ Pending HostDriver::compute(const Compute& c, const std::vector<void*>& in, cons
       break;
     }
     case Kernel::kCrossEntropyBwd:
-      need(c, 4, 1);
       if (d[3] <= 0) throw Error("exec: cross-entropy backward without tokens_in_batch (dims[3])", ErrorKind::kInternal);
       cpu::cross_entropy_backward(F(in[0]), d[0], d[1], I(in[1]), d[2], F(in[2]), F(in[3]), 1.0f / float(d[3]),
                                   F(out[0]));
       break;
     case Kernel::kAdam: {
-      need(c, 1, 4);
       const int64_t n = d[0];
       cpu::adamw_step(F(out[0]), F(in[0]), F(out[1]), F(out[2]), n, o.lr, o.beta1, o.beta2, o.eps, o.weight_decay,
                       ctx.step + 1);
@@ -203,22 +212,5 @@ Pending HostDriver::compute(const Compute& c, const std::vector<void*>& in, cons
   }
   return kFinished;
 }
-
-Pending HostDriver::collective(const Collective& c, void* in, void* out) {
-  if (!comm_) throw Error("exec: a collective in a one-rank run without a communicator", ErrorKind::kInternal);
-  return comm_->collective(c, in, out);
-}
-
-Pending HostDriver::p2p(const SendRecv& m, void* buffer) {
-  if (!comm_) throw Error("exec: a message in a one-rank run without a communicator", ErrorKind::kInternal);
-  return comm_->p2p(m, buffer);
-}
-
-Pending HostDriver::copy(const Copy& c, void* src, void* dst) {
-  std::memmove(dst, src, size_t(c.bytes));
-  return kFinished;
-}
-
-bool HostDriver::test(Pending p) { return p == kFinished || (comm_ && comm_->test(p)); }
 
 }  // namespace tandem::exec

@@ -22,26 +22,8 @@ class HostComm {
 // CPU kernels are dropout-free).
 void check_host_scenario(const Scenario& scenario);
 
-class HostDriver : public Driver {
- public:
-  // comm may be null for a one-rank program (any collective or message is then an Error).
-  explicit HostDriver(HostComm* comm);
-  const char* name() const override { return "host"; }
-  std::string machine() const override;
-  void* allocate(int64_t bytes, Placement placement) override;
-  void release(void* p, int64_t bytes, Placement placement) override;
-  void write(void* dst, const void* src, int64_t bytes, Placement placement) override;
-  void read(void* dst, const void* src, int64_t bytes, Placement placement) override;
-  Pending compute(const Compute& c, const std::vector<void*>& in, const std::vector<void*>& out,
-                  const StepContext& ctx) override;
-  Pending collective(const Collective& c, void* in, void* out) override;
-  Pending p2p(const SendRecv& m, void* buffer) override;
-  Pending copy(const Copy& c, void* src, void* dst) override;
-  bool test(Pending p) override;
-
- private:
-  HostComm* comm_;
-  std::vector<float> scratch_;
-};
+// The host driver over `comm`, which may be null for a one-rank program (any collective or
+// message is then an Error).
+std::unique_ptr<Driver> make_host_driver(HostComm* comm);
 
 }  // namespace tandem::exec

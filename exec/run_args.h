@@ -18,8 +18,8 @@ struct RunArgs {
   bool worker = false;  // hidden: this process is one rank under mpirun
 };
 
-// The host driver's rank process: trains, gathers to rank 0, prints. Returns the exit code; a
+// One rank of `tandem run` under mpirun, with either driver (exec/rank_worker.cc): trains, gathers to rank 0, prints. Returns the exit code; a
 // failure on any rank aborts the job (MPI_Abort) with a message naming the rank.
-int run_host_worker(const RunArgs& args);
+int run_rank_worker(const RunArgs& args);
 
 }  // namespace tandem::exec

@@ -1,7 +1,7 @@
 // tandem run [-n RANKS] [--driver host|cuda] SCENARIO [--steps N] [--set k=v ...] [--trace FILE]
 //            [--json] [--timeout S]
 // Trains the scenario's schedule for real: the launcher checks the scenario, then re-executes
-// itself under `mpirun -n RANKS` in worker mode (one process per rank; exec/host_worker.cc).
+// itself under `mpirun -n RANKS` in worker mode (one process per rank; exec/rank_worker.cc).
 // Exit codes: 0 ok, 2 bad input, other non-zero for a runtime failure (4: a rank stalled).
 #include <unistd.h>
 
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   }
   a.json = vm.count("json") > 0;
   a.worker = vm.count("worker") > 0;
-  if (a.worker) return exec::run_host_worker(a);
+  if (a.worker) return exec::run_rank_worker(a);
 
   try {
     if (a.scenario.empty()) throw Error("a scenario file is required (tandem run --help)");

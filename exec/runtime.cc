@@ -123,7 +123,8 @@ void Runtime::initialise() {
   for (BufferId b = 0; b < program_.buffers.size(); ++b) {
     if (!persistent_[b] || !init.holds_params(b)) continue;
     const std::vector<float> v = init.values_of(b);
-    driver_.write(memory_[b], v.data(), int64_t(v.size() * sizeof(float)), program_.buffers[b].placement);
+    const Buffer& buf = program_.buffers[b];
+    driver_.write(memory_[b], buf.dtype, buf.placement, v.data(), int64_t(v.size()));
   }
   // fp32 master copies start as their parameters: Adam's outputs {master, m, v, param}, where the
   // parameter may reach the device through a copy (optimizer offload: the Adam task updates a host
@@ -141,13 +142,34 @@ void Runtime::initialise() {
     if (int64_t(v.size() * 4) != program_.buffers[master].bytes)
       throw Error("exec: rank " + std::to_string(rank_) + ": master " + program_.buffers[master].name +
                   " and parameter " + program_.buffers[param].name + " differ in size");
-    driver_.write(address(master), v.data(), int64_t(v.size() * 4), program_.buffers[master].placement);
+    const Buffer& m = program_.buffers[master];
+    driver_.write(address(master), m.dtype, m.placement, v.data(), int64_t(v.size()));
   }
 }
 
 std::string Runtime::describe(TaskId id) const {
-  return "task " + std::to_string(id) + " (" + kind_of(program_.tasks[id]) + " on stream " +
-         to_string(program_.tasks[id].stream) + ")";
+  const Task& t = program_.tasks[id];
+  std::string peers;
+  if (const SendRecv* m = std::get_if<SendRecv>(&t.op))
+    peers = std::string(m->is_send ? ", to rank " : ", from rank ") + std::to_string(m->peer);
+  else if (const Collective* c = std::get_if<Collective>(&t.op)) {
+    peers = ", group " + std::to_string(c->group) + " of ranks";
+    for (int r : schedule_.group(c->group).ranks) {
+      peers += ' ';  // (two appends keep GCC 12's -Wrestrict false positive away)
+      peers += std::to_string(r);
+    }
+  }
+  return "task " + std::to_string(id) + " (" + kind_of(t) + " on stream " + to_string(t.stream) + peers + ")";
+}
+
+std::vector<int> Runtime::peers_of(TaskId id) const {
+  const Task& t = program_.tasks[id];
+  if (const SendRecv* m = std::get_if<SendRecv>(&t.op)) return {m->peer};
+  std::vector<int> out;
+  if (const Collective* c = std::get_if<Collective>(&t.op))
+    for (int r : schedule_.group(c->group).ranks)
+      if (r != rank_) out.push_back(r);
+  return out;
 }
 
 StepResult Runtime::run_step(int step) {
@@ -169,6 +191,7 @@ StepResult Runtime::run_step(int step) {
   ctx.data = &chain_;
   ctx.options = &options_;
 
+  driver_.begin_step();
   const Clock::time_point t0 = Clock::now();
   res.memory.push_back({0.0, device_, host_});
   size_t finished = 0;
@@ -208,14 +231,15 @@ StepResult Runtime::run_step(int step) {
         }
         res.tasks[id].start_s = seconds_since(t0);
         Pending p = kFinished;
+        const TaskRef ref{id, t.stream};
         if (const Compute* c = std::get_if<Compute>(&t.op)) {
-          p = driver_.compute(*c, addresses(c->inputs), addresses(c->outputs), ctx);
+          p = driver_.compute(ref, *c, addresses(c->inputs), addresses(c->outputs), ctx);
         } else if (const Collective* c = std::get_if<Collective>(&t.op)) {
-          p = driver_.collective(*c, address(c->buffers.at(0)), address(c->buffers.at(1)));
+          p = driver_.collective(ref, *c, address(c->buffers.at(0)), address(c->buffers.at(1)));
         } else if (const SendRecv* m = std::get_if<SendRecv>(&t.op)) {
-          p = driver_.p2p(*m, address(m->buffer));
+          p = driver_.p2p(ref, *m, address(m->buffer));
         } else if (const Copy* c = std::get_if<Copy>(&t.op)) {
-          p = driver_.copy(*c, address(c->src), address(c->dst));
+          p = driver_.copy(ref, *c, address(c->src), address(c->dst));
         } else if (const Alloc* a = std::get_if<Alloc>(&t.op)) {
           if (!persistent_[a->buffer] || !memory_[a->buffer]) {
             allocate(a->buffer);
@@ -224,7 +248,8 @@ StepResult Runtime::run_step(int step) {
         } else if (const Free* f = std::get_if<Free>(&t.op)) {
           if (f->buffer == loss_) {
             float v = 0;
-            driver_.read(&v, address(loss_), 4, program_.buffers[loss_].placement);
+            const Buffer& b = program_.buffers[loss_];
+            driver_.read(&v, address(loss_), b.dtype, b.placement, 1);
             res.loss_sum = v;
           }
           release(f->buffer);
@@ -256,13 +281,19 @@ StepResult Runtime::run_step(int step) {
         for (int s = 0; s < kStreamCount; ++s)
           if (head[s] < streams_[s].size() && (waiting == kNoId || streams_[s][head[s]] < waiting))
             waiting = streams_[s][head[s]];
-      throw Error("no progress for " + std::to_string(options_.timeout_s) +
-                      " s in step " + std::to_string(step + 1) + ", waiting on " + describe(waiting),
-                  ErrorKind::kStalled);
+      // The ranks its started work needs (every in-flight task's).
+      std::vector<int> peers;
+      for (int s = 0; s < kStreamCount; ++s)
+        if (busy[s])
+          for (int r : peers_of(streams_[s][head[s]])) peers.push_back(r);
+      throw StallError("no progress for " + std::to_string(options_.timeout_s) + " s in step " +
+                           std::to_string(step + 1) + ", waiting on " + describe(waiting),
+                       peers);
     }
     sched_yield();
   }
   res.wall_s = seconds_since(t0);
+  driver_.end_step(res.tasks);
   return res;
 }
 

@@ -6,7 +6,8 @@
 // all its deps have finished (shared/schedule.h; the same rules as shared/reference_executor.h).
 // Alloc, Free and synchronous driver work finish at once; asynchronous work (MPI requests, CUDA
 // streams) is started and polled. It records the start and end of every task (steady clock,
-// seconds from the step's start), counts live device and host bytes (roots only, as
+// seconds from the step's start; a driver that times its work on a device replaces them through
+// Driver::end_step), counts live device and host bytes (roots only, as
 // shared/memory_timeline.h does) and keeps the value of the buffer "loss" at its Free.
 #pragma once
 
@@ -19,13 +20,10 @@
 #include "exec/driver.h"
 #include "exec/exec_options.h"
 #include "exec/synthetic_data.h"
+#include "shared/error.h"
 #include "shared/schedule.h"
 
 namespace tandem::exec {
-
-struct TaskTimes {
-  double start_s = -1, end_s = -1;
-};
 
 struct MemorySample {
   double time_s = 0;
@@ -39,6 +37,18 @@ struct StepResult {
   std::optional<double> loss_sum;  // the "loss" buffer's value at its Free, on ranks that have it
 };
 
+// The watchdog's Error (exit code 4): its message names the rank's wait; waits_on() lists the ranks
+// that wait needs (exec/stall_verdict.h), for the job to name the rank that stopped.
+class StallError : public Error {
+ public:
+  StallError(const std::string& message, std::vector<int> waits_on)
+      : Error(message, ErrorKind::kStalled), waits_on_(std::move(waits_on)) {}
+  const std::vector<int>& waits_on() const { return waits_on_; }
+
+ private:
+  std::vector<int> waits_on_;
+};
+
 class Runtime {
  public:
   // Checks that the driver can run the program (Error otherwise) and sets up the buffers.
@@ -48,8 +58,8 @@ class Runtime {
   Runtime& operator=(const Runtime&) = delete;
 
   const Program& program() const { return program_; }
-  // Runs training step `step` (0-based). Throws Error (exit code 4) naming the rank and the task
-  // it waits on when no task finishes for options.timeout_s.
+  // Runs training step `step` (0-based). Throws StallError naming the task it waits on and the
+  // ranks its started work needs when no task finishes for options.timeout_s.
   StepResult run_step(int step);
 
   int64_t peak_device_bytes() const { return peak_device_; }
@@ -65,6 +75,8 @@ class Runtime {
   std::vector<void*> addresses(const std::vector<BufferId>& ids) const;
   void initialise();
   std::string describe(TaskId id) const;
+  // The other ranks task `id` needs: a message's peer, a collective's other members.
+  std::vector<int> peers_of(TaskId id) const;
 
   const Schedule& schedule_;
   const int rank_;

@@ -23,6 +23,7 @@
 #include "kernels/cuda/layer_norm.h"
 #include "kernels/cuda/rms_norm.h"
 #include "kernels/cuda/swiglu.h"
+#include "shared/kernel_signature.h"
 
 namespace tandem::exec {
 namespace kc = tandem::kernels::cuda;
@@ -56,13 +57,6 @@ constexpr DType dtype_of() {
   return std::is_same_v<T, float> ? DType::kFp32 : DType::kBf16;
 }
 
-void need(const Compute& c, size_t in, size_t out) {
-  if (c.inputs.size() < in || c.outputs.size() < out)
-    throw Error(std::string("exec: kernel ") + to_string(c.kernel) + " needs " + std::to_string(in) + " inputs and " +
-                    std::to_string(out) + " outputs",
-                ErrorKind::kInternal);
-}
-
 // The kernel reads buffer `id` as `want`: anything else is a schedule the driver cannot run.
 void expect(const Compute& c, const DispatchContext& dc, BufferId id, DType want) {
   const Buffer& b = dc.program->buffers.at(id);
@@ -85,7 +79,6 @@ void call(const Compute& c, F&& f) {
 }
 
 void data(const Compute& c, const std::vector<void*>& out, const StepContext& ctx, const DispatchContext& dc) {
-  need(c, 0, 2);
   const auto& d = c.dims;
   const int64_t samples = d[1], seq = d[2];
   std::vector<int32_t> tokens(size_t(samples * seq)), targets(size_t(samples * seq));
@@ -103,7 +96,6 @@ void data(const Compute& c, const std::vector<void*>& out, const StepContext& ct
 
 // Per-token losses on the device, summed in double on the host (as HostDriver) into out[0][0].
 void loss(const Compute& c, const std::vector<void*>& in, const std::vector<void*>& out, const DispatchContext& dc) {
-  need(c, 3, 1);
   const int64_t n = c.dims[0];
   float* per_token = F(dc.scratch->get(n * 4));
   call(c, [&] { kc::cross_entropy_loss(F(in[0]), F(in[1]), F(in[2]), n, per_token, dc.stream); });
@@ -186,19 +178,16 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
       data(c, out, ctx, dc);
       break;
     case Kernel::kEmbedding:
-      need(c, 2, 1);
       expect(c, dc, c.inputs[1], t);
       expect(c, dc, c.outputs[0], t);
       call(c, [&] { kc::embedding_forward(I(in[0]), d[0], P<T>(in[1]), d[2], d[1], d[3], P<T>(out[0]), s); });
       break;
     case Kernel::kEmbeddingBwd:
-      need(c, 2, 1);
       expect(c, dc, c.inputs[1], t);
       expect(c, dc, c.outputs[0], t);
       call(c, [&] { kc::embedding_backward(I(in[0]), d[0], P<T>(in[1]), d[2], d[1], d[3], P<T>(out[0]), s); });
       break;
     case Kernel::kLayerNorm:
-      need(c, 3, 3);
       expect(c, dc, c.inputs[0], t);
       expect(c, dc, c.outputs[1], DType::kFp32);
       call(c, [&] {
@@ -207,7 +196,6 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
       });
       break;
     case Kernel::kLayerNormBwd:
-      need(c, 5, 3);
       expect(c, dc, c.inputs[0], t);
       expect(c, dc, c.inputs[3], DType::kFp32);
       expect(c, dc, c.outputs[1], t);
@@ -217,7 +205,6 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
       });
       break;
     case Kernel::kRmsNorm:
-      need(c, 2, 2);
       expect(c, dc, c.inputs[0], t);
       expect(c, dc, c.outputs[1], DType::kFp32);
       call(c, [&] {
@@ -225,7 +212,6 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
       });
       break;
     case Kernel::kRmsNormBwd:
-      need(c, 4, 2);
       expect(c, dc, c.inputs[0], t);
       expect(c, dc, c.inputs[3], DType::kFp32);
       expect(c, dc, c.outputs[1], t);
@@ -235,7 +221,6 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
       });
       break;
     case Kernel::kGemm: {
-      need(c, 2, 1);
       const bool ta = c.flags & kTransA, tb = c.flags & kTransB;
       const int64_t m = d[0], n = d[1], k = d[2];
       const float beta = (c.flags & kAccumulateOut) ? 1.0f : 0.0f;
@@ -259,7 +244,6 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
       break;
     }
     case Kernel::kAttention: {
-      need(c, 1, 2);
       if (c.outputs.size() > 3) throw Error("exec: the CUDA driver has no attention dropout (run with model.dropout=0)");
       expect(c, dc, c.inputs[0], t);
       expect(c, dc, c.outputs[1], DType::kFp32);
@@ -273,7 +257,6 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
       break;
     }
     case Kernel::kAttentionBwd: {
-      need(c, 4, 1);
       if (c.inputs.size() > 5) throw Error("exec: the CUDA driver has no attention dropout (run with model.dropout=0)");
       expect(c, dc, c.inputs[0], t);
       expect(c, dc, c.inputs[3], DType::kFp32);
@@ -290,22 +273,18 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
       break;
     }
     case Kernel::kGelu:
-      need(c, 1, 1);
       expect(c, dc, c.inputs[0], t);
       call(c, [&] { kc::gelu_forward(P<T>(in[0]), P<T>(out[0]), d[0], s); });
       break;
     case Kernel::kGeluBwd:
-      need(c, 2, 1);
       expect(c, dc, c.inputs[0], t);
       call(c, [&] { kc::gelu_backward(P<T>(in[0]), P<T>(in[1]), P<T>(out[0]), d[0], s); });
       break;
     case Kernel::kSwiglu:
-      need(c, 1, 1);
       expect(c, dc, c.inputs[0], t);
       call(c, [&] { kc::swiglu_forward(P<T>(in[0]), d[0], d[1], P<T>(out[0]), s); });
       break;
     case Kernel::kSwigluBwd:
-      need(c, 2, 1);
       expect(c, dc, c.inputs[0], t);
       call(c, [&] { kc::swiglu_backward(P<T>(in[0]), P<T>(in[1]), d[0], d[1], P<T>(out[0]), s); });
       break;
@@ -313,30 +292,25 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
     case Kernel::kDropoutBwd:
       throw Error("exec: the CUDA driver has no dropout kernel (run with model.dropout=0)");
     case Kernel::kAdd:
-      need(c, 2, 1);
       expect(c, dc, c.inputs[0], t);
       expect(c, dc, c.inputs[1], t);
       expect(c, dc, c.outputs[0], t);
       call(c, [&] { kc::add(P<T>(in[0]), P<T>(in[1]), P<T>(out[0]), d[0], s); });
       break;
     case Kernel::kAccumulate:
-      need(c, 1, 1);
       expect(c, dc, c.inputs[0], t);
       expect(c, dc, c.outputs[0], t);
       call(c, [&] { kc::accumulate(P<T>(in[0]), P<T>(out[0]), d[0], s); });
       break;
     case Kernel::kCrossEntropyMax:
-      need(c, 1, 1);
       expect(c, dc, c.inputs[0], t);
       call(c, [&] { kc::cross_entropy_local_max(P<T>(in[0]), d[0], d[1], F(out[0]), s); });
       break;
     case Kernel::kCrossEntropySumExp:
-      need(c, 2, 1);
       expect(c, dc, c.inputs[0], t);
       call(c, [&] { kc::cross_entropy_local_sum_exp(P<T>(in[0]), d[0], d[1], F(in[1]), F(out[0]), s); });
       break;
     case Kernel::kCrossEntropyTarget:
-      need(c, 2, 1);
       expect(c, dc, c.inputs[0], t);
       call(c, [&] { kc::cross_entropy_target_logit(P<T>(in[0]), d[0], d[1], I(in[1]), d[2], F(out[0]), s); });
       break;
@@ -344,7 +318,6 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
       loss(c, in, out, dc);
       break;
     case Kernel::kCrossEntropyBwd:
-      need(c, 4, 1);
       if (d[3] <= 0) throw Error("exec: cross-entropy backward without tokens_in_batch (dims[3])", ErrorKind::kInternal);
       expect(c, dc, c.inputs[0], t);
       expect(c, dc, c.outputs[0], t);
@@ -354,7 +327,6 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
       });
       break;
     case Kernel::kAdam:
-      need(c, 1, 4);
       if (dc.program->buffers.at(c.outputs[0]).placement != Placement::kDevice)
         host_adam(c, in, out, ctx, dc);
       else
@@ -367,6 +339,7 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
 
 void run_compute(const Compute& c, const std::vector<void*>& in, const std::vector<void*>& out,
                  const StepContext& ctx, const DispatchContext& dc) {
+  check_arity(c);
   switch (c.dtype) {
     case DType::kFp32:
       return run<float>(c, in, out, ctx, dc);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <unordered_map>
+#include <vector>
 
 #include "exec/cuda/bf16_host.h"
 #include "exec/cuda/caching_allocator.h"
@@ -76,7 +77,7 @@ int cuda_device_count() {
 // A started piece of stream work: its events, and the communicator to ask for asynchronous
 // errors while it is not finished.
 struct Work {
-  const void* payload = nullptr;
+  TaskId task = kNoId;
   cudaEvent_t start = nullptr, end = nullptr;
   ncclComm_t comm = nullptr;
   bool done = false;
@@ -101,8 +102,6 @@ struct CudaDriver::Impl {
   std::vector<Pending> free_slots;  // reusable log entries when no step is being timed
   cudaEvent_t step_start = nullptr;
   bool timing = false;
-  const Program* bound = nullptr;
-  std::unordered_map<const void*, TaskId> task_of;
 
   Impl(const Schedule& s, int r) : schedule(s), rank(r) {}
 
@@ -123,16 +122,12 @@ struct CudaDriver::Impl {
     w = Work();
   }
 
-  Stream stream_of(const void* payload, Stream fallback) const {
-    if (!bound) return fallback;
-    auto it = task_of.find(payload);
-    return it == task_of.end() ? fallback : bound->tasks[it->second].stream;
-  }
+  cudaStream_t stream(const TaskRef& task) const { return streams[size_t(task.stream)]; }
 
   // Opens a work item: its start event recorded on the stream.
-  Pending begin(const void* payload, cudaStream_t s, ncclComm_t comm) {
+  Pending begin(const TaskRef& task, cudaStream_t s, ncclComm_t comm) {
     Work w;
-    w.payload = payload;
+    w.task = task.id;
     w.comm = comm;
     w.start = event();
     w.end = event();
@@ -152,10 +147,14 @@ struct CudaDriver::Impl {
     return p;
   }
 
-  int64_t allocation_bytes(const void* p, Placement placement) const {
-    if (placement == Placement::kDevice) return allocator->requested_bytes(p);
-    auto it = pinned.find(const_cast<void*>(p));
-    return it == pinned.end() ? -1 : it->second;
+  // Synchronous copy between the runtime's host memory and a buffer at `placement`.
+  void transfer(void* dst, const void* src, size_t bytes, Placement placement, cudaMemcpyKind kind, const char* what) {
+    if (placement != Placement::kDevice) {
+      std::memcpy(dst, src, bytes);
+      return;
+    }
+    check_cuda(cudaMemcpyAsync(dst, src, bytes, kind, memory_stream), what);
+    check_cuda(cudaStreamSynchronize(memory_stream), what);
   }
 };
 
@@ -241,67 +240,62 @@ void CudaDriver::release(void* p, int64_t, Placement placement) {
   check_cuda(cudaFreeHost(p), "cudaFreeHost");
 }
 
-void CudaDriver::write(void* dst, const void* src, int64_t bytes, Placement placement) {
+void CudaDriver::write(void* dst, DType dtype, Placement placement, const float* src, int64_t count) {
   Impl& m = *impl_;
-  std::vector<uint16_t> narrowed;
-  const int64_t size = m.allocation_bytes(dst, placement);
-  if (size >= 0 && bytes > size && bytes == 2 * size) {  // floats for a bf16 buffer (see the header)
-    const float* f = static_cast<const float*>(src);
-    narrowed.resize(size_t(bytes / 4));
-    for (size_t i = 0; i < narrowed.size(); ++i) narrowed[i] = float_to_bf16_bits(f[i]);
-    src = narrowed.data();
-    bytes = size;
-  }
-  if (placement != Placement::kDevice) {
-    std::memcpy(dst, src, size_t(bytes));
+  if (dtype == DType::kFp32) {
+    m.transfer(dst, src, size_t(count) * 4, placement, cudaMemcpyHostToDevice, "cudaMemcpyAsync (write)");
     return;
   }
-  check_cuda(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyHostToDevice, m.memory_stream),
-             "cudaMemcpyAsync (write)");
-  check_cuda(cudaStreamSynchronize(m.memory_stream), "cudaStreamSynchronize (write)");
+  if (dtype != DType::kBf16)
+    throw Error(std::string("exec: the CUDA driver writes fp32 and bf16 buffers, got ") + to_string(dtype),
+                ErrorKind::kInternal);
+  std::vector<uint16_t> narrowed(static_cast<size_t>(count));
+  for (size_t i = 0; i < narrowed.size(); ++i) narrowed[i] = float_to_bf16_bits(src[i]);
+  m.transfer(dst, narrowed.data(), narrowed.size() * 2, placement, cudaMemcpyHostToDevice, "cudaMemcpyAsync (write)");
 }
 
-void CudaDriver::read(void* dst, const void* src, int64_t bytes, Placement placement) {
+void CudaDriver::read(float* dst, const void* src, DType dtype, Placement placement, int64_t count) {
   Impl& m = *impl_;
-  if (placement != Placement::kDevice) {
-    std::memcpy(dst, src, size_t(bytes));
+  if (dtype == DType::kFp32) {
+    m.transfer(dst, src, size_t(count) * 4, placement, cudaMemcpyDeviceToHost, "cudaMemcpyAsync (read)");
     return;
   }
-  check_cuda(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDeviceToHost, m.memory_stream),
-             "cudaMemcpyAsync (read)");
-  check_cuda(cudaStreamSynchronize(m.memory_stream), "cudaStreamSynchronize (read)");
+  if (dtype != DType::kBf16)
+    throw Error(std::string("exec: the CUDA driver reads fp32 and bf16 buffers, got ") + to_string(dtype),
+                ErrorKind::kInternal);
+  std::vector<uint16_t> narrow(static_cast<size_t>(count));
+  m.transfer(narrow.data(), src, narrow.size() * 2, placement, cudaMemcpyDeviceToHost, "cudaMemcpyAsync (read)");
+  for (size_t i = 0; i < narrow.size(); ++i) dst[i] = bf16_bits_to_float(narrow[i]);
 }
 
-Pending CudaDriver::compute(const Compute& c, const std::vector<void*>& in, const std::vector<void*>& out,
-                            const StepContext& ctx) {
+Pending CudaDriver::compute(const TaskRef& task, const Compute& c, const std::vector<void*>& in,
+                            const std::vector<void*>& out, const StepContext& ctx) {
   Impl& m = *impl_;
-  const Stream st = m.stream_of(&c, Stream::kCompute);
   DispatchContext dc;
-  dc.stream = m.streams[size_t(st)];
+  dc.stream = m.stream(task);
   dc.cublas = m.cublas;
   dc.program = &m.program;
-  dc.scratch = &m.scratch[size_t(st)];
+  dc.scratch = &m.scratch[size_t(task.stream)];
   // Offloaded Adam runs on the CPU, synchronously: its dependencies have finished on the device.
   if (c.kernel == Kernel::kAdam && !c.outputs.empty() &&
       m.program.buffers.at(c.outputs[0]).placement != Placement::kDevice) {
     run_compute(c, in, out, ctx, dc);
     return kFinished;
   }
-  const Pending p = m.begin(&c, dc.stream, nullptr);
+  const Pending p = m.begin(task, dc.stream, nullptr);
   run_compute(c, in, out, ctx, dc);
   return m.finish(p, dc.stream);
 }
 
-Pending CudaDriver::collective(const Collective& c, void* in, void* out) {
+Pending CudaDriver::collective(const TaskRef& task, const Collective& c, void* in, void* out) {
   Impl& m = *impl_;
-  const Stream st = m.stream_of(&c, Stream::kComm);
-  cudaStream_t s = m.streams[size_t(st)];
+  cudaStream_t s = m.stream(task);
   const int size = m.comms->group_size(c.group);
   const int me = m.comms->index_in_group(c.group);
   if (me < 0)
     throw Error("exec: rank " + std::to_string(m.rank) + " is not in group " + std::to_string(c.group), ErrorKind::kInternal);
   if (size == 1) {  // every collective of one member leaves its input as its output
-    const Pending p = m.begin(&c, s, nullptr);
+    const Pending p = m.begin(task, s, nullptr);
     if (in != out)
       check_cuda(cudaMemcpyAsync(out, in, size_t(c.bytes), cudaMemcpyDeviceToDevice, s),
                  "cudaMemcpyAsync (one-rank collective)");
@@ -312,7 +306,7 @@ Pending CudaDriver::collective(const Collective& c, void* in, void* out) {
   const ncclDataType_t type = nccl_type(c.dtype);
   const ncclRedOp_t red = c.reduce == ReduceOp::kMax ? ncclMax : ncclSum;
   const size_t count = size_t(c.bytes / e), chunk = count / size_t(size);
-  const Pending p = m.begin(&c, s, comm);
+  const Pending p = m.begin(task, s, comm);
   switch (c.op) {
     case CollectiveOp::kAllReduce:
       check_nccl(ncclAllReduce(in, out, count, type, red, comm, s), "ncclAllReduce", comm);
@@ -334,7 +328,7 @@ Pending CudaDriver::collective(const Collective& c, void* in, void* out) {
     case CollectiveOp::kAllToAll: {
       const void* send = in;
       if (overlaps(in, c.bytes, out, c.bytes)) {  // in place: send from a copy
-        void* tmp = m.scratch[size_t(st)].get(c.bytes);
+        void* tmp = m.scratch[size_t(task.stream)].get(c.bytes);
         check_cuda(cudaMemcpyAsync(tmp, in, size_t(c.bytes), cudaMemcpyDeviceToDevice, s),
                    "cudaMemcpyAsync (all-to-all input)");
         send = tmp;
@@ -359,14 +353,13 @@ Pending CudaDriver::collective(const Collective& c, void* in, void* out) {
   return m.finish(p, s);
 }
 
-Pending CudaDriver::p2p(const SendRecv& msg, void* buffer) {
+Pending CudaDriver::p2p(const TaskRef& task, const SendRecv& msg, void* buffer) {
   Impl& m = *impl_;
-  const Stream st = m.stream_of(&msg, msg.is_send ? Stream::kSendFwd : Stream::kRecvFwd);
-  cudaStream_t s = m.streams[size_t(st)];
+  cudaStream_t s = m.stream(task);
   const int from = msg.is_send ? m.rank : msg.peer, to = msg.is_send ? msg.peer : m.rank;
   ncclComm_t comm = m.comms->channel(from, to, msg.tag);
   const int peer = m.rank == from ? 1 : 0;  // ranks in a channel: sender 0, receiver 1
-  const Pending p = m.begin(&msg, s, comm);
+  const Pending p = m.begin(task, s, comm);
   check_nccl(ncclGroupStart(), "ncclGroupStart");
   if (msg.is_send)
     check_nccl(ncclSend(buffer, size_t(msg.bytes), ncclUint8, peer, comm, s), "ncclSend", comm);
@@ -376,13 +369,10 @@ Pending CudaDriver::p2p(const SendRecv& msg, void* buffer) {
   return m.finish(p, s);
 }
 
-Pending CudaDriver::copy(const Copy& c, void* src, void* dst) {
+Pending CudaDriver::copy(const TaskRef& task, const Copy& c, void* src, void* dst) {
   Impl& m = *impl_;
-  const Stream fallback = c.direction == CopyDirection::kH2D   ? Stream::kH2D
-                          : c.direction == CopyDirection::kD2H ? Stream::kD2H
-                                                               : Stream::kCompute;
-  cudaStream_t s = m.streams[size_t(m.stream_of(&c, fallback))];
-  const Pending p = m.begin(&c, s, nullptr);
+  cudaStream_t s = m.stream(task);
+  const Pending p = m.begin(task, s, nullptr);
   // Host buffers are pinned (allocate), so the copy is asynchronous; cudaMemcpyDefault reads the
   // direction from the unified address space.
   check_cuda(cudaMemcpyAsync(dst, src, size_t(c.bytes), cudaMemcpyDefault, s), "cudaMemcpyAsync (copy task)");
@@ -412,34 +402,27 @@ bool CudaDriver::test(Pending p) {
   return true;
 }
 
-void CudaDriver::begin_step(const Program& program) {
+void CudaDriver::begin_step() {
   Impl& m = *impl_;
   for (Work& w : m.log) m.recycle(w);
   m.log.clear();
   m.free_slots.clear();
-  if (m.bound != &program) {
-    m.task_of.clear();
-    for (const Task& t : program.tasks)
-      std::visit([&](const auto& op) { m.task_of[&op] = t.id; }, t.op);
-    m.bound = &program;
-  }
   check_cuda(cudaEventRecord(m.step_start, m.streams[size_t(Stream::kCompute)]), "cudaEventRecord (step start)");
   m.timing = true;
 }
 
-void CudaDriver::end_step(StepResult& result) {
+void CudaDriver::end_step(std::vector<TaskTimes>& times) {
   Impl& m = *impl_;
   if (!m.timing) return;
   check_cuda(cudaEventSynchronize(m.step_start), "cudaEventSynchronize (step start)");
   for (Work& w : m.log) {
     if (!w.end) continue;
-    auto it = m.task_of.find(w.payload);
-    if (it != m.task_of.end() && it->second < result.tasks.size()) {
+    if (w.task < times.size()) {
       check_cuda(cudaEventSynchronize(w.end), "cudaEventSynchronize (task end)");
       float start_ms = 0, end_ms = 0;
       check_cuda(cudaEventElapsedTime(&start_ms, m.step_start, w.start), "cudaEventElapsedTime");
       check_cuda(cudaEventElapsedTime(&end_ms, m.step_start, w.end), "cudaEventElapsedTime");
-      result.tasks[it->second] = {start_ms * 1e-3, end_ms * 1e-3};
+      times[w.task] = {start_ms * 1e-3, end_ms * 1e-3};
     }
     m.recycle(w);
   }

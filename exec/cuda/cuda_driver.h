@@ -11,11 +11,7 @@
 // running ahead. Chosen because it keeps the runtime, its memory order and its watchdog exactly
 // as the host driver uses them.
 //
-// Which stream: Driver::compute/collective/p2p/copy do not name the task, so begin_step() indexes
-// the runtime's program by the address of each task's payload (the runtime passes the payload
-// inside Runtime::program() by reference) and the driver looks the task up there; a payload it
-// does not know (a driver used without begin_step) goes to the stream its kind implies (compute,
-// comm, send/recv, h2d/d2h).
+// Which stream: the one the runtime names with the task (TaskRef::stream).
 //
 // Memory. Placement::kDevice: CachingAllocator over cudaMalloc, zero-filled on a memory stream
 // that is synchronised before the address is returned. kHost (and kNvme, which this driver keeps
@@ -24,22 +20,20 @@
 // planner's unit.
 //
 // Timing. begin_step() records a step-start event; every task run on a stream records start and
-// end events; end_step() replaces the runtime's host times of those tasks by device times
-// (cudaEventElapsedTime from the step-start event). Alloc, Free and host work (offloaded Adam)
-// keep the runtime's host times (steady clock from the step's start, a few microseconds apart
-// from the device's origin).
+// end events under its task id; end_step() replaces the runtime's host times of those tasks by
+// device times (cudaEventElapsedTime from the step-start event). The runtime calls both around
+// each step (Driver::begin_step, end_step). Alloc, Free and host work (offloaded Adam) keep the
+// runtime's host times (steady clock from the step's start, a few microseconds apart from the
+// device's origin).
 //
-// bf16 initial values: the runtime writes parameters as floats (ParamInit) with bytes = 4 x
-// elements; a write of exactly twice the bytes of the allocation at dst is taken as floats for a
-// bf16 buffer and rounded to bf16 on the host (exec/cuda/bf16_host.h). A plain write never
-// exceeds its allocation, so the two cannot be confused.
+// Initial values arrive as floats with the buffer's dtype (Driver::write): a bf16 buffer's are
+// rounded to bf16 on the host (exec/cuda/bf16_host.h), and read() widens bf16 back to floats.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "exec/driver.h"
-#include "exec/runtime.h"
 #include "shared/scenario.h"
 #include "shared/schedule.h"
 
@@ -67,18 +61,16 @@ class CudaDriver : public Driver {
   std::string machine() const override;
   void* allocate(int64_t bytes, Placement placement) override;
   void release(void* p, int64_t bytes, Placement placement) override;
-  void write(void* dst, const void* src, int64_t bytes, Placement placement) override;
-  void read(void* dst, const void* src, int64_t bytes, Placement placement) override;
-  Pending compute(const Compute& c, const std::vector<void*>& in, const std::vector<void*>& out,
-                  const StepContext& ctx) override;
-  Pending collective(const Collective& c, void* in, void* out) override;
-  Pending p2p(const SendRecv& m, void* buffer) override;
-  Pending copy(const Copy& c, void* src, void* dst) override;
+  void write(void* dst, DType dtype, Placement placement, const float* src, int64_t count) override;
+  void read(float* dst, const void* src, DType dtype, Placement placement, int64_t count) override;
+  void begin_step() override;
+  void end_step(std::vector<TaskTimes>& times) override;
+  Pending compute(const TaskRef& task, const Compute& c, const std::vector<void*>& in,
+                  const std::vector<void*>& out, const StepContext& ctx) override;
+  Pending collective(const TaskRef& task, const Collective& c, void* in, void* out) override;
+  Pending p2p(const TaskRef& task, const SendRecv& m, void* buffer) override;
+  Pending copy(const TaskRef& task, const Copy& c, void* src, void* dst) override;
   bool test(Pending p) override;
-
-  // Around each Runtime::run_step: `program` is Runtime::program() (see "Which stream").
-  void begin_step(const Program& program);
-  void end_step(StepResult& result);
 
   int device() const;
   // Device bytes requested by live allocations, their peak, and what the allocator holds

@@ -1,5 +1,5 @@
 // tandem-ceilings: the two ceilings of one GPU that docs/validation.md compares tandem's runs
-// against (METHOD.md of the device notes: measure them, do not take the datasheet's), plus the
+// against (measured on the device, not taken from the datasheet), plus the
 // host link that optimizer offload uses. One line per measurement:
 //   ceiling h2d_pinned_GBps X      cudaMemcpyAsync host->device from cudaHostAlloc memory
 //   ceiling d2h_pinned_GBps X      device->host into cudaHostAlloc memory
@@ -22,21 +22,21 @@
 
 namespace {
 
-#define CK(call)                                                                         \
-  do {                                                                                   \
-    cudaError_t e_ = (call);                                                             \
-    if (e_ != cudaSuccess) {                                                             \
+#define CHECK_CUDA(call)                                                                \
+  do {                                                                                  \
+    cudaError_t e_ = (call);                                                            \
+    if (e_ != cudaSuccess) {                                                            \
       std::fprintf(stderr, "tandem-ceilings: %s: %s\n", #call, cudaGetErrorString(e_)); \
-      std::exit(5);                                                                      \
-    }                                                                                    \
+      std::exit(5);                                                                     \
+    }                                                                                   \
   } while (0)
-#define CB(call)                                                                  \
-  do {                                                                            \
-    cublasStatus_t s_ = (call);                                                   \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                            \
+#define CHECK_CUBLAS(call)                                                             \
+  do {                                                                                 \
+    cublasStatus_t s_ = (call);                                                        \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                 \
       std::fprintf(stderr, "tandem-ceilings: %s: cuBLAS status %d\n", #call, int(s_)); \
-      std::exit(5);                                                               \
-    }                                                                             \
+      std::exit(5);                                                                    \
+    }                                                                                  \
   } while (0)
 
 __global__ void fill_random_bf16(__nv_bfloat16* p, std::int64_t n, std::uint64_t seed) {
@@ -53,22 +53,22 @@ __global__ void fill_random_bf16(__nv_bfloat16* p, std::int64_t n, std::uint64_t
 // Median milliseconds of `reps` timed calls of f on stream s, after `warm` untimed ones.
 float median_ms(cudaStream_t s, int warm, int reps, const std::function<void()>& f) {
   cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
+  CHECK_CUDA(cudaEventCreate(&a));
+  CHECK_CUDA(cudaEventCreate(&b));
   for (int i = 0; i < warm; ++i) f();
-  CK(cudaStreamSynchronize(s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
   std::vector<float> ms;
   for (int i = 0; i < reps; ++i) {
-    CK(cudaEventRecord(a, s));
+    CHECK_CUDA(cudaEventRecord(a, s));
     f();
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
+    CHECK_CUDA(cudaEventRecord(b, s));
+    CHECK_CUDA(cudaEventSynchronize(b));
     float t = 0;
-    CK(cudaEventElapsedTime(&t, a, b));
+    CHECK_CUDA(cudaEventElapsedTime(&t, a, b));
     ms.push_back(t);
   }
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
+  CHECK_CUDA(cudaEventDestroy(a));
+  CHECK_CUDA(cudaEventDestroy(b));
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
 }
@@ -89,52 +89,52 @@ int main(int argc, char** argv) {
     return 2;
   }
   cudaDeviceProp p{};
-  CK(cudaGetDeviceProperties(&p, 0));
+  CHECK_CUDA(cudaGetDeviceProperties(&p, 0));
   std::printf("device %s sm_%d%d %d SMs %.1f GiB\n", p.name, p.major, p.minor, p.multiProcessorCount,
               double(p.totalGlobalMem) / (1 << 30));
   cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 
   // Copies. The host buffer is written with bytes (not zeros) before the first copy.
   void *host = nullptr, *d0 = nullptr, *d1 = nullptr;
-  CK(cudaHostAlloc(&host, size_t(bytes), cudaHostAllocDefault));
+  CHECK_CUDA(cudaHostAlloc(&host, size_t(bytes), cudaHostAllocDefault));
   std::memset(host, 0x5a, size_t(bytes));
-  CK(cudaMalloc(&d0, size_t(bytes)));
-  CK(cudaMalloc(&d1, size_t(bytes)));
+  CHECK_CUDA(cudaMalloc(&d0, size_t(bytes)));
+  CHECK_CUDA(cudaMalloc(&d1, size_t(bytes)));
   const double gb = double(bytes) / 1e9;
-  float ms = median_ms(s, 2, reps, [&] { CK(cudaMemcpyAsync(d0, host, size_t(bytes), cudaMemcpyHostToDevice, s)); });
+  float ms = median_ms(s, 2, reps, [&] { CHECK_CUDA(cudaMemcpyAsync(d0, host, size_t(bytes), cudaMemcpyHostToDevice, s)); });
   std::printf("ceiling h2d_pinned_GBps %.1f\n", gb / (ms * 1e-3));
-  ms = median_ms(s, 2, reps, [&] { CK(cudaMemcpyAsync(host, d0, size_t(bytes), cudaMemcpyDeviceToHost, s)); });
+  ms = median_ms(s, 2, reps, [&] { CHECK_CUDA(cudaMemcpyAsync(host, d0, size_t(bytes), cudaMemcpyDeviceToHost, s)); });
   std::printf("ceiling d2h_pinned_GBps %.1f\n", gb / (ms * 1e-3));
-  ms = median_ms(s, 3, reps, [&] { CK(cudaMemcpyAsync(d1, d0, size_t(bytes), cudaMemcpyDeviceToDevice, s)); });
+  ms = median_ms(s, 3, reps, [&] { CHECK_CUDA(cudaMemcpyAsync(d1, d0, size_t(bytes), cudaMemcpyDeviceToDevice, s)); });
   std::printf("ceiling d2d_GBps %.1f   (read + write)\n", 2 * gb / (ms * 1e-3));
-  CK(cudaFree(d0));
-  CK(cudaFree(d1));
-  CK(cudaFreeHost(host));
+  CHECK_CUDA(cudaFree(d0));
+  CHECK_CUDA(cudaFree(d1));
+  CHECK_CUDA(cudaFreeHost(host));
 
   // bf16 GEMM, fp32 accumulation, as the CUDA driver's GEMMs (kernels/cuda/gemm.cu) ask cuBLAS.
   const std::int64_t e = std::int64_t(n) * n;
   __nv_bfloat16 *a = nullptr, *b = nullptr, *c = nullptr;
-  CK(cudaMalloc(&a, size_t(e) * 2));
-  CK(cudaMalloc(&b, size_t(e) * 2));
-  CK(cudaMalloc(&c, size_t(e) * 2));
+  CHECK_CUDA(cudaMalloc(&a, size_t(e) * 2));
+  CHECK_CUDA(cudaMalloc(&b, size_t(e) * 2));
+  CHECK_CUDA(cudaMalloc(&c, size_t(e) * 2));
   fill_random_bf16<<<1024, 256, 0, s>>>(a, e, 1);
   fill_random_bf16<<<1024, 256, 0, s>>>(b, e, 2);
-  CK(cudaGetLastError());
+  CHECK_CUDA(cudaGetLastError());
   cublasHandle_t h;
-  CB(cublasCreate(&h));
-  CB(cublasSetStream(h, s));
+  CHECK_CUBLAS(cublasCreate(&h));
+  CHECK_CUBLAS(cublasSetStream(h, s));
   const float one = 1, zero = 0;
   ms = median_ms(s, 3, reps, [&] {
-    CB(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, CUDA_R_16BF, n, b, CUDA_R_16BF, n, &zero, c,
+    CHECK_CUBLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, CUDA_R_16BF, n, b, CUDA_R_16BF, n, &zero, c,
                     CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   });
   std::printf("ceiling bf16_gemm_TFLOPs %.1f   (%d^3, median of %d)\n", 2.0 * double(e) * n / (ms * 1e-3) / 1e12, n,
               reps);
-  CB(cublasDestroy(h));
-  CK(cudaFree(a));
-  CK(cudaFree(b));
-  CK(cudaFree(c));
-  CK(cudaStreamDestroy(s));
+  CHECK_CUBLAS(cublasDestroy(h));
+  CHECK_CUDA(cudaFree(a));
+  CHECK_CUDA(cudaFree(b));
+  CHECK_CUDA(cudaFree(c));
+  CHECK_CUDA(cudaStreamDestroy(s));
   return 0;
 }

@@ -60,6 +60,17 @@ __device__ __forceinline__ float warp_dot(const float (&a)[kPerLane], const T* r
   return detail::warp_reduce(sum, detail::Sum{});
 }
 
+// The query row (b, h, i) a warp works on: i, the token row of (b, 0), and the columns of head h
+// and of its kv head.
+struct QueryRow {
+  std::int64_t i, token0, col, kv_col;
+};
+
+__device__ __forceinline__ QueryRow query_row(std::int64_t row, const Shape& s) {
+  const std::int64_t h = row / s.seq % s.heads;
+  return {row % s.seq, row / (s.seq * s.heads) * s.seq, h * s.head_dim, h / s.group * s.head_dim};
+}
+
 // One warp per query row (b, h, i); keys stream through an online softmax.
 template <typename T>
 __global__ void forward_kernel(const T* q, std::int64_t q_ld, const T* k, std::int64_t k_ld,
@@ -69,11 +80,7 @@ __global__ void forward_kernel(const T* q, std::int64_t q_ld, const T* k, std::i
       static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
   if (row >= s.batch * s.heads * s.seq) return;  // the whole warp leaves together
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const std::int64_t i = row % s.seq;
-  const std::int64_t h = row / s.seq % s.heads;
-  const std::int64_t token0 = row / (s.seq * s.heads) * s.seq;
-  const std::int64_t col = h * s.head_dim;
-  const std::int64_t kv_col = h / s.group * s.head_dim;
+  const auto [i, token0, col, kv_col] = query_row(row, s);
 
   float qi[kPerLane];
   load_row(q + (token0 + i) * q_ld + col, s.head_dim, lane, qi);
@@ -125,11 +132,7 @@ __global__ void dq_kernel(const T* q, std::int64_t q_ld, const T* k, std::int64_
       static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
   if (row >= s.batch * s.heads * s.seq) return;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const std::int64_t i = row % s.seq;
-  const std::int64_t h = row / s.seq % s.heads;
-  const std::int64_t token0 = row / (s.seq * s.heads) * s.seq;
-  const std::int64_t col = h * s.head_dim;
-  const std::int64_t kv_col = h / s.group * s.head_dim;
+  const auto [i, token0, col, kv_col] = query_row(row, s);
   const std::int64_t out_ld = s.heads * s.head_dim;
 
   float qi[kPerLane];

@@ -1,24 +1,16 @@
 #include "kernels/cuda/cross_entropy.h"
-#include "kernels/cuda/detail/check.h"
-#include "kernels/cuda/detail/convert.cuh"
-#include "kernels/cuda/detail/grid.h"
-#include "kernels/cuda/detail/reduce.cuh"
+#include "kernels/cuda/detail/row_reduction.cuh"
 
 namespace tandem::kernels::cuda {
 namespace {
 
-using detail::block_reduce;
-using detail::from_float;
-using detail::to_float;
+using namespace detail;  // row_reduction.cuh: to_float, from_float, reduce_row, Sum, Max
 
 // One block per row for the reductions over the vocabulary.
 template <typename T>
 __global__ void local_max_kernel(const T* logits, std::int64_t v, float* max) {
   const std::int64_t i = blockIdx.x;
-  float m = detail::Max::kIdentity;
-  for (std::int64_t c = threadIdx.x; c < v; c += blockDim.x)
-    m = fmaxf(m, to_float(logits[i * v + c]));
-  m = block_reduce(m, detail::Max{});
+  const float m = reduce_row(v, Max{}, [&](std::int64_t c) { return to_float(logits[i * v + c]); });
   if (threadIdx.x == 0) max[i] = m;
 }
 
@@ -27,10 +19,8 @@ __global__ void local_sum_exp_kernel(const T* logits, std::int64_t v, const floa
                                      float* sum_exp) {
   const std::int64_t i = blockIdx.x;
   const float m = global_max[i];
-  float sum = 0.0f;
-  for (std::int64_t c = threadIdx.x; c < v; c += blockDim.x)
-    sum += expf(to_float(logits[i * v + c]) - m);
-  sum = block_reduce(sum, detail::Sum{});
+  const float sum =
+      reduce_row(v, Sum{}, [&](std::int64_t c) { return expf(to_float(logits[i * v + c]) - m); });
   if (threadIdx.x == 0) sum_exp[i] = sum;
 }
 

@@ -1,16 +1,11 @@
-#include "kernels/cuda/detail/check.h"
 #include "kernels/cuda/detail/column_sum.cuh"
-#include "kernels/cuda/detail/convert.cuh"
-#include "kernels/cuda/detail/grid.h"
-#include "kernels/cuda/detail/reduce.cuh"
+#include "kernels/cuda/detail/row_reduction.cuh"
 #include "kernels/cuda/layer_norm.h"
 
 namespace tandem::kernels::cuda {
 namespace {
 
-using detail::block_reduce;
-using detail::from_float;
-using detail::to_float;
+using namespace detail;  // row_reduction.cuh: to_float, from_float, reduce_row, Sum, Max
 
 // One block per row.
 template <typename T>
@@ -19,15 +14,13 @@ __global__ void forward_kernel(const T* x, const T* gamma, const T* beta, std::i
   const std::int64_t r = blockIdx.x;
   const T* xr = x + r * cols;
   T* yr = y + r * cols;
-  float sum = 0.0f;
-  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += to_float(xr[c]);
-  const float mu = block_reduce(sum, detail::Sum{}) / static_cast<float>(cols);
-  float sq = 0.0f;
-  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+  const float mu = reduce_row(cols, Sum{}, [&](std::int64_t c) { return to_float(xr[c]); }) /
+                   static_cast<float>(cols);
+  const float sq = reduce_row(cols, Sum{}, [&](std::int64_t c) {
     const float d = to_float(xr[c]) - mu;
-    sq += d * d;
-  }
-  const float rs = rsqrtf(block_reduce(sq, detail::Sum{}) / static_cast<float>(cols) + eps);
+    return d * d;
+  });
+  const float rs = rsqrtf(sq / static_cast<float>(cols) + eps);
   for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     yr[c] = from_float<T>((to_float(xr[c]) - mu) * rs * to_float(gamma[c]) + to_float(beta[c]));
   }
@@ -53,8 +46,8 @@ __global__ void input_grad_kernel(const T* dy, const T* x, const T* gamma, const
     sum_g += g;
     sum_g_xhat += g * (to_float(xr[c]) - mu) * rs;
   }
-  const float avg_g = block_reduce(sum_g, detail::Sum{}) / static_cast<float>(cols);
-  const float avg_g_xhat = block_reduce(sum_g_xhat, detail::Sum{}) / static_cast<float>(cols);
+  const float avg_g = block_reduce(sum_g, Sum{}) / static_cast<float>(cols);
+  const float avg_g_xhat = block_reduce(sum_g_xhat, Sum{}) / static_cast<float>(cols);
   for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     const float xhat = (to_float(xr[c]) - mu) * rs;
     dx[r * cols + c] =

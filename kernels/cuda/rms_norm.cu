@@ -1,16 +1,11 @@
-#include "kernels/cuda/detail/check.h"
 #include "kernels/cuda/detail/column_sum.cuh"
-#include "kernels/cuda/detail/convert.cuh"
-#include "kernels/cuda/detail/grid.h"
-#include "kernels/cuda/detail/reduce.cuh"
+#include "kernels/cuda/detail/row_reduction.cuh"
 #include "kernels/cuda/rms_norm.h"
 
 namespace tandem::kernels::cuda {
 namespace {
 
-using detail::block_reduce;
-using detail::from_float;
-using detail::to_float;
+using namespace detail;  // row_reduction.cuh: to_float, from_float, reduce_row, Sum, Max
 
 // One block per row.
 template <typename T>
@@ -18,12 +13,11 @@ __global__ void forward_kernel(const T* x, const T* gamma, std::int64_t cols, fl
                                float* rstd) {
   const std::int64_t r = blockIdx.x;
   const T* xr = x + r * cols;
-  float sq = 0.0f;
-  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+  const float sq = reduce_row(cols, Sum{}, [&](std::int64_t c) {
     const float v = to_float(xr[c]);
-    sq += v * v;
-  }
-  const float rs = rsqrtf(block_reduce(sq, detail::Sum{}) / static_cast<float>(cols) + eps);
+    return v * v;
+  });
+  const float rs = rsqrtf(sq / static_cast<float>(cols) + eps);
   for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     y[r * cols + c] = from_float<T>(to_float(xr[c]) * rs * to_float(gamma[c]));
   }
@@ -38,11 +32,10 @@ __global__ void input_grad_kernel(const T* dy, const T* x, const T* gamma, const
   const T* xr = x + r * cols;
   const T* dyr = dy + r * cols;
   const float rs = rstd[r];
-  float sum_g_xhat = 0.0f;
-  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    sum_g_xhat += to_float(dyr[c]) * to_float(gamma[c]) * to_float(xr[c]) * rs;
-  }
-  const float avg_g_xhat = block_reduce(sum_g_xhat, detail::Sum{}) / static_cast<float>(cols);
+  const float sum_g_xhat = reduce_row(cols, Sum{}, [&](std::int64_t c) {
+    return to_float(dyr[c]) * to_float(gamma[c]) * to_float(xr[c]) * rs;
+  });
+  const float avg_g_xhat = sum_g_xhat / static_cast<float>(cols);
   for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     const float xhat = to_float(xr[c]) * rs;
     dx[r * cols + c] =

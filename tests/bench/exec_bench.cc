@@ -19,14 +19,15 @@ class NullDriver : public Driver {
   std::string machine() const override { return "null"; }
   void* allocate(int64_t, Placement) override { return &byte_; }
   void release(void*, int64_t, Placement) override {}
-  void write(void*, const void*, int64_t, Placement) override {}
-  void read(void*, const void*, int64_t, Placement) override {}
-  Pending compute(const Compute&, const std::vector<void*>&, const std::vector<void*>&, const StepContext&) override {
+  void write(void*, DType, Placement, const float*, int64_t) override {}
+  void read(float*, const void*, DType, Placement, int64_t) override {}
+  Pending compute(const TaskRef&, const Compute&, const std::vector<void*>&, const std::vector<void*>&,
+                  const StepContext&) override {
     return kFinished;
   }
-  Pending collective(const Collective&, void*, void*) override { return kFinished; }
-  Pending p2p(const SendRecv&, void*) override { return kFinished; }
-  Pending copy(const Copy&, void*, void*) override { return kFinished; }
+  Pending collective(const TaskRef&, const Collective&, void*, void*) override { return kFinished; }
+  Pending p2p(const TaskRef&, const SendRecv&, void*) override { return kFinished; }
+  Pending copy(const TaskRef&, const Copy&, void*, void*) override { return kFinished; }
   bool test(Pending) override { return true; }
 
  private:
@@ -84,8 +85,8 @@ BENCHMARK(BM_RuntimeOverheadPerTask)->Arg(1000)->Arg(100000)->Unit(benchmark::kM
 
 void BM_TinyGptStep(benchmark::State& state) {
   Schedule s(tiny());
-  HostDriver d(nullptr);
-  Runtime rt(s, 0, d, ExecOptions());
+  auto d = make_host_driver(nullptr);
+  Runtime rt(s, 0, *d, ExecOptions());
   int step = 0;
   for (auto _ : state) benchmark::DoNotOptimize(rt.run_step(step++));
   state.counters["tasks"] = double(rt.program().tasks.size());

@@ -27,15 +27,12 @@ Schedule tiny(std::vector<std::string> sets) {
 }
 
 // Losses per step (loss_sum / tokens) of `steps` steps; the driver's device times replace the
-// runtime's host times through begin_step/end_step.
-std::vector<double> cuda_losses(const Schedule& s, int steps, CudaDriver& driver, Runtime& rt,
-                                StepResult* last = nullptr) {
+// runtime's host times (Driver::end_step, called by the runtime).
+std::vector<double> cuda_losses(const Schedule& s, int steps, Runtime& rt, StepResult* last = nullptr) {
   const double tokens = double(s.scenario().strategy.global_batch) * s.scenario().model.seq_len;
   std::vector<double> loss;
   for (int step = 0; step < steps; ++step) {
-    driver.begin_step(rt.program());
     StepResult r = rt.run_step(step);
-    driver.end_step(r);
     EXPECT_TRUE(r.loss_sum.has_value());
     loss.push_back(r.loss_sum ? *r.loss_sum / tokens : NAN);
     if (last) *last = std::move(r);
@@ -59,14 +56,14 @@ TEST(CudaDriver, Fp32LossesEqualTheHostDriversOverTwoSteps) {
   Schedule s = tiny({"strategy.dtype=fp32"});
   std::vector<double> host;
   {
-    HostDriver hd(nullptr);
-    Runtime rt(s, 0, hd, ExecOptions());
+    auto hd = make_host_driver(nullptr);
+    Runtime rt(s, 0, *hd, ExecOptions());
     const double tokens = double(s.scenario().strategy.global_batch) * s.scenario().model.seq_len;
     for (int step = 0; step < 2; ++step) host.push_back(*rt.run_step(step).loss_sum / tokens);
   }
   CudaDriver driver(s, 0);
   Runtime rt(s, 0, driver, ExecOptions());
-  const std::vector<double> gpu = cuda_losses(s, 2, driver, rt);
+  const std::vector<double> gpu = cuda_losses(s, 2, rt);
   for (size_t i = 0; i < 2; ++i) EXPECT_NEAR(gpu[i], host[i], 1e-4 * std::abs(host[i])) << "step " << i + 1;
 }
 
@@ -75,7 +72,7 @@ TEST(CudaDriver, Bf16RunsAndItsLossFalls) {
   Schedule s = tiny({"strategy.dtype=bf16"});
   CudaDriver driver(s, 0);
   Runtime rt(s, 0, driver, ExecOptions());
-  const std::vector<double> loss = cuda_losses(s, 5, driver, rt);
+  const std::vector<double> loss = cuda_losses(s, 5, rt);
   EXPECT_NEAR(loss[0], std::log(256.0), 0.1);  // a fresh model predicts nearly uniformly
   EXPECT_LT(loss.back(), loss.front() - 0.05);
 }
@@ -86,7 +83,7 @@ TEST(CudaDriver, AllocatorPeakIsThePlannersWithinOnePercent) {
     Schedule s = tiny({std::string("strategy.recompute=") + recompute});
     CudaDriver driver(s, 0);
     Runtime rt(s, 0, driver, ExecOptions());
-    cuda_losses(s, 2, driver, rt);
+    cuda_losses(s, 2, rt);
     const double planned = double(memory_profile(rt.program()).peak_device_bytes);
     EXPECT_NEAR(double(driver.peak_device_bytes()), planned, 0.01 * planned) << recompute;
     EXPECT_EQ(driver.peak_device_bytes(), rt.peak_device_bytes()) << recompute;
@@ -99,7 +96,7 @@ TEST(CudaDriver, DeviceTimesKeepStreamAndDependencyOrder) {
   CudaDriver driver(s, 0);
   Runtime rt(s, 0, driver, ExecOptions());
   StepResult r;
-  cuda_losses(s, 2, driver, rt, &r);
+  cuda_losses(s, 2, rt, &r);
   const Program& p = rt.program();
   ASSERT_EQ(r.tasks.size(), p.tasks.size());
   for (const Task& t : p.tasks) {

@@ -171,9 +171,36 @@ TEST(TandemRun, HungRankIsReportedAndTheJobAborted) {
   const RunOutput r = run("-n 2 --timeout 3", "env " + token + " TANDEM_EXEC_FAULT=hang:1:2");
   EXPECT_NE(r.exit_code, 0) << r.out;
   EXPECT_NE(r.exit_code, 124) << "the job outlived the guard timeout:\n" << r.out;
-  // Rank 0 waits for rank 1 at the step barrier or in a collective, and says so.
+  // Rank 0 waits for rank 1 at the step barrier or in a collective, and says so; rank 1 never
+  // reports a stall of its own, so the job names it.
   EXPECT_NE(r.out.find("rank 0: no progress for"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rank 1 stopped making progress"), std::string::npos) << r.out;
   EXPECT_EQ(processes_with(token), 0) << "ranks left behind";
+}
+
+// A rank stopped by SIGSTOP inside a step (exec/rank_worker.cc's "stop" fault, after the step
+// barrier): the others wait on it in collectives and messages, report what they wait on, and the
+// job names the stopped rank, exits with the stall's code 4 and leaves no process behind.
+void expect_stopped_rank_named(const std::string& args, int stopped, const std::string& name) {
+  const std::string token = "TANDEM_TEST_TOKEN=" + name + std::to_string(getpid());
+  const RunOutput r =
+      run(args + " --timeout 3", "env " + token + " TANDEM_EXEC_FAULT=stop:" + std::to_string(stopped) + ":2");
+  EXPECT_EQ(r.exit_code, 4) << r.out;  // ErrorKind::kStalled; 124 would be the guard timeout
+  const std::string verdict = "tandem run: rank " + std::to_string(stopped) + " stopped making progress";
+  EXPECT_NE(r.out.find(verdict), std::string::npos) << r.out;
+  for (int other = 0; other < 4; ++other)
+    if (other != stopped) {
+      EXPECT_EQ(r.out.find("rank " + std::to_string(other) + " stopped"), std::string::npos) << r.out;
+    }
+  EXPECT_EQ(processes_with(token), 0) << "ranks left behind";
+}
+
+TEST(TandemRun, StoppedRankIsNamedTwoRanks) { expect_stopped_rank_named("-n 2", 1, "stop2_"); }
+
+TEST(TandemRun, StoppedRankIsNamedTensorAndPipelineParallel) {
+  // tp 2 x pp 2: rank 3's tp peer (2) waits in an all-reduce with it, rank 1 on a message to it,
+  // rank 0 on a message to rank 2, which waits itself.
+  expect_stopped_rank_named("-n 4 --set strategy.tp=2 --set strategy.pp=2", 3, "stop4_");
 }
 
 TEST(TandemRun, BadInputExitsTwoBeforeLaunching) {

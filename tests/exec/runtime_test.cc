@@ -35,16 +35,16 @@ void expect_schedule_order(const Program& p, const StepResult& r) {
 
 TEST(Runtime, RunsEveryTaskInStreamAndDependencyOrder) {
   Schedule s = tiny({});
-  HostDriver driver(nullptr);
+  auto driver = make_host_driver(nullptr);
   ExecOptions o;
-  Runtime rt(s, 0, driver, o);
+  Runtime rt(s, 0, *driver, o);
   for (int step = 0; step < 2; ++step) expect_schedule_order(rt.program(), rt.run_step(step));
 }
 
 TEST(Runtime, LossFallsOverFiveSteps) {
   Schedule s = tiny({});
-  HostDriver driver(nullptr);
-  Runtime rt(s, 0, driver, ExecOptions());
+  auto driver = make_host_driver(nullptr);
+  Runtime rt(s, 0, *driver, ExecOptions());
   const double tokens = double(s.scenario().strategy.global_batch) * s.scenario().model.seq_len;
   std::vector<double> loss;
   for (int step = 0; step < 5; ++step) {
@@ -62,8 +62,8 @@ TEST(Runtime, LossFallsOverFiveSteps) {
 // runs Alloc and Free tasks in program order, so live memory walks the planned timeline.
 void expect_peak_as_planned(std::vector<std::string> sets) {
   Schedule s = tiny(sets);
-  HostDriver driver(nullptr);
-  Runtime rt(s, 0, driver, ExecOptions());
+  auto driver = make_host_driver(nullptr);
+  Runtime rt(s, 0, *driver, ExecOptions());
   for (int step = 0; step < 2; ++step) rt.run_step(step);
   EXPECT_EQ(rt.peak_device_bytes(), memory_profile(rt.program()).peak_device_bytes);
 }
@@ -78,8 +78,8 @@ TEST(Runtime, PersistentStateKeepsItsMemoryBetweenSteps) {
   // After a step only persistent state is live: the planner's model states of the prologue minus
   // the gradients, which are freed at the end of the step and allocated again by the next one.
   Schedule s = tiny({});
-  HostDriver driver(nullptr);
-  Runtime rt(s, 0, driver, ExecOptions());
+  auto driver = make_host_driver(nullptr);
+  Runtime rt(s, 0, *driver, ExecOptions());
   rt.run_step(0);
   const MemoryProfile prof = memory_profile(rt.program());
   EXPECT_EQ(rt.device_bytes(), prof.model_states.total() - prof.model_states[BufferRole::kGrad]);

@@ -1,4 +1,6 @@
-// One rank of a host-driver run under mpirun: the runtime over MPI and the CPU kernels.
+// One rank of `tandem run` under mpirun: the runtime over the host driver (MPI and the CPU kernels)
+// or the CUDA driver (NCCL and the CUDA kernels), the step barrier and its watchdog, and rank 0's
+// gathering and report.
 #include <mpi.h>
 #include <sched.h>
 #include <signal.h>
@@ -9,7 +11,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <memory>
 #include <iostream>
 #include <sstream>
@@ -18,6 +19,7 @@
 #include "exec/mpi_comm.h"
 #include "exec/run_args.h"
 #include "exec/runtime.h"
+#include "exec/stall_exchange.h"
 #include "shared/error.h"
 #include "shared/memory_timeline.h"
 #include "shared/rank_grid.h"
@@ -37,21 +39,29 @@ namespace {
   std::_Exit(code);
 }
 
-// A test-only fault: TANDEM_EXEC_FAULT="kill:RANK:STEP" makes RANK raise SIGKILL at the start of
-// STEP (1-based), "hang:RANK:STEP" makes it stop making progress there.
-void maybe_fault(int rank, int step) {
+// A test-only fault, TANDEM_EXEC_FAULT="KIND:RANK:STEP" (STEP 1-based): "kill" makes RANK raise
+// SIGKILL before STEP's barrier, "hang" makes it stop making progress there (alive, waiting for a
+// signal), "stop" makes it raise SIGSTOP once STEP has started, after the barrier (as a debugger
+// or a wedged node would), so that the others wait on it inside the step.
+void maybe_fault(int rank, int step, bool step_started) {
   const char* f = std::getenv("TANDEM_EXEC_FAULT");
   if (!f) return;
   char kind[8] = {0};
   int r = -1, s = -1;
   if (std::sscanf(f, "%7[a-z]:%d:%d", kind, &r, &s) != 3 || r != rank || s != step) return;
-  if (std::string(kind) == "kill") raise(SIGKILL);
-  if (std::string(kind) == "hang")
+  const std::string k = kind;
+  if (step_started) {
+    if (k == "stop") raise(SIGSTOP);
+    return;
+  }
+  if (k == "kill") raise(SIGKILL);
+  if (k == "hang")
     for (;;) pause();
 }
 
-// A barrier that keeps the stall watchdog: MPI_Ibarrier polled until the timeout.
-void barrier(int rank, double timeout_s, int step) {
+// A barrier that keeps the stall watchdog: MPI_Ibarrier polled until the timeout; a rank stalled
+// here waits on every other rank.
+void barrier(StallExchange& stalls, int rank, int world, double timeout_s, int step) {
   MPI_Request req;
   MPI_Ibarrier(MPI_COMM_WORLD, &req);
   const auto t0 = std::chrono::steady_clock::now();
@@ -59,21 +69,23 @@ void barrier(int rank, double timeout_s, int step) {
   while (!flag) {
     MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
     if (flag) break;
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s)
-      abort_job(rank, "no progress for " + std::to_string(timeout_s) + " s, waiting at the barrier before step " +
-                          std::to_string(step + 1) + " for the other ranks",
-                exit_code_of(ErrorKind::kStalled));
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) {
+      std::vector<int> others;
+      for (int r = 0; r < world; ++r)
+        if (r != rank) others.push_back(r);
+      stalls.report_and_abort("no progress for " + std::to_string(timeout_s) +
+                                  " s, waiting at the barrier before step " + std::to_string(step + 1) +
+                                  " for the other ranks",
+                              others);
+    }
     sched_yield();
   }
 }
 
-// The rank's driver: host (MPI + CPU kernels) or, where it is built, CUDA (exec/cuda/), with the
-// CUDA driver's per-step hooks (device times in the trace).
+// The rank's driver: host (MPI + CPU kernels) or, where it is built, CUDA (exec/cuda/).
 struct RankDriver {
   std::unique_ptr<MpiComm> comm;
   std::unique_ptr<Driver> driver;
-  std::function<void(const Program&)> begin_step = [](const Program&) {};
-  std::function<void(StepResult&)> end_step = [](StepResult&) {};
 };
 
 RankDriver make_driver(const RunArgs& args, const Schedule& schedule, int rank) {
@@ -81,11 +93,7 @@ RankDriver make_driver(const RunArgs& args, const Schedule& schedule, int rank) 
   if (args.driver == "cuda") {
 #ifdef TANDEM_HAVE_CUDA_DRIVER
     check_cuda_scenario(schedule.scenario());
-    auto cuda = std::make_unique<CudaDriver>(schedule, rank);
-    CudaDriver* c = cuda.get();
-    d.begin_step = [c](const Program& p) { c->begin_step(p); };
-    d.end_step = [c](StepResult& r) { c->end_step(r); };
-    d.driver = std::move(cuda);
+    d.driver = std::make_unique<CudaDriver>(schedule, rank);
     return d;
 #else
     throw Error("--driver cuda: the CUDA driver is not built in this version; use --driver host");
@@ -93,7 +101,7 @@ RankDriver make_driver(const RunArgs& args, const Schedule& schedule, int rank) 
   }
   check_host_scenario(schedule.scenario());
   d.comm = std::make_unique<MpiComm>(schedule, rank);
-  d.driver = std::make_unique<HostDriver>(d.comm.get());
+  d.driver = make_host_driver(d.comm.get());
   return d;
 }
 
@@ -107,11 +115,14 @@ std::string json_number(double x) {
 
 }  // namespace
 
-int run_host_worker(const RunArgs& args) {
+int run_rank_worker(const RunArgs& args) {
   MPI_Init(nullptr, nullptr);
   int rank = 0, world = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
+  // Freed before MPI_Finalize (it holds a communicator).
+  auto stall_exchange = std::make_unique<StallExchange>(stall_grace_s(args.timeout_s));
+  StallExchange& stalls = *stall_exchange;
   try {
     std::vector<std::string> sets = args.sets;
     sets.push_back("cluster.gpus=" + std::to_string(world));
@@ -131,11 +142,10 @@ int run_host_worker(const RunArgs& args) {
     std::vector<double> loss(steps, NAN), wall(steps, 0);
     StepResult last;
     for (int s = 0; s < steps; ++s) {
-      maybe_fault(rank, s + 1);
-      barrier(rank, args.timeout_s, s);
-      rd.begin_step(rt.program());
+      maybe_fault(rank, s + 1, false);
+      barrier(stalls, rank, world, args.timeout_s, s);
+      maybe_fault(rank, s + 1, true);
       StepResult r = rt.run_step(s);
-      rd.end_step(r);
       if (r.loss_sum) loss[s] = *r.loss_sum;
       wall[s] = r.wall_s;
       if (s == steps - 1) last = std::move(r);
@@ -236,11 +246,14 @@ int run_host_worker(const RunArgs& args) {
         std::fflush(stdout);
       }
     }
+  } catch (const StallError& e) {
+    stalls.report_and_abort(e.what(), e.waits_on());
   } catch (const Error& e) {
     abort_job(rank, e.what(), e.exit_code());
   } catch (const std::exception& e) {
     abort_job(rank, std::string("internal error: ") + e.what(), exit_code_of(ErrorKind::kInternal));
   }
+  stall_exchange.reset();
   MPI_Finalize();
   return 0;
 }
