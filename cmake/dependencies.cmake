@@ -5,7 +5,8 @@ find_package(Threads REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
 find_package(PkgConfig REQUIRED)
-# Debian's SimGrid ships only a pkg-config file (../shared/notes/simgrid-3.32.md).
+# Debian 12 ships SimGrid 3.32 (libsimgrid-dev) with only a pkg-config file, simgrid.pc: no CMake
+# package config and no FindSimGrid.cmake, so it is found through pkg-config.
 pkg_check_modules(SimGrid REQUIRED IMPORTED_TARGET simgrid>=3.32)
 pkg_check_modules(OpenBLAS REQUIRED IMPORTED_TARGET openblas)
 find_package(MPI REQUIRED COMPONENTS CXX)

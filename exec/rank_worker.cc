@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <memory>
 #include <iostream>
-#include <sstream>
 
 #include "exec/host_driver.h"
 #include "exec/mpi_comm.h"
@@ -21,6 +20,7 @@
 #include "exec/runtime.h"
 #include "exec/stall_exchange.h"
 #include "shared/error.h"
+#include "shared/json_writer.h"
 #include "shared/memory_timeline.h"
 #include "shared/rank_grid.h"
 #include "traces/trace_builder.h"
@@ -105,13 +105,6 @@ RankDriver make_driver(const RunArgs& args, const Schedule& schedule, int rank) 
   return d;
 }
 
-std::string json_number(double x) {
-  if (!std::isfinite(x)) return "null";
-  std::ostringstream o;
-  o.precision(17);
-  o << x;
-  return o.str();
-}
 
 }  // namespace
 
@@ -218,21 +211,23 @@ int run_rank_worker(const RunArgs& args) {
       const int64_t max_peak = *std::max_element(peak.begin(), peak.end());
       const double floor = MarkovChain::entropy_nats();
       if (args.json) {
-        std::ostringstream o;
-        o << "{\"scenario\": \"" << sc.name << "\", \"driver\": \"" << driver.name() << "\", \"ranks\": " << world
-          << ", \"steps\": " << steps << ", \"losses\": [";
-        for (int s = 0; s < steps; ++s) o << (s ? ", " : "") << json_number(losses[s]);
-        o << "], \"loss_floor\": " << json_number(floor) << ", \"iteration_time_s\": " << json_number(median)
-          << ", \"step_times_s\": [";
-        for (int s = 0; s < steps; ++s) o << (s ? ", " : "") << json_number(step_s[s]);
-        o << "], \"peak_memory_bytes\": " << max_peak << ", \"peak_memory_bytes_per_rank\": [";
-        for (int r = 0; r < world; ++r) o << (r ? ", " : "") << peak[r];
-        o << "], \"planned_peak_memory_bytes_per_rank\": [";
-        for (int r = 0; r < world; ++r) o << (r ? ", " : "") << planned[r];
-        o << "], \"peak_host_bytes_per_rank\": [";
-        for (int r = 0; r < world; ++r) o << (r ? ", " : "") << host[r];
-        o << "]}\n";
-        std::cout << o.str() << std::flush;
+        // Losses and times with 17 significant digits (%.17g: they read back exactly).
+        JsonWriter j(JsonWriter::Spacing::kSpaced);
+        j.begin_object().key("scenario").string(sc.name).key("driver").string(driver.name());
+        j.key("ranks").integer(world).key("steps").integer(steps).key("losses").begin_array();
+        for (int s = 0; s < steps; ++s) j.number(losses[s], 17);
+        j.end_array().key("loss_floor").number(floor, 17).key("iteration_time_s").number(median, 17);
+        j.key("step_times_s").begin_array();
+        for (int s = 0; s < steps; ++s) j.number(step_s[s], 17);
+        j.end_array().key("peak_memory_bytes").integer(max_peak);
+        j.key("peak_memory_bytes_per_rank").begin_array();
+        for (int r = 0; r < world; ++r) j.integer(peak[r]);
+        j.end_array().key("planned_peak_memory_bytes_per_rank").begin_array();
+        for (int r = 0; r < world; ++r) j.integer(planned[r]);
+        j.end_array().key("peak_host_bytes_per_rank").begin_array();
+        for (int r = 0; r < world; ++r) j.integer(host[r]);
+        j.end_array().end_object();
+        std::cout << j.take() << "\n" << std::flush;
       } else {
         std::printf("tandem run: %s on %d rank%s (%s driver, %s), %d steps\n", sc.name.c_str(), world,
                     world == 1 ? "" : "s", driver.name(), to_string(sc.strategy.dtype), steps);

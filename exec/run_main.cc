@@ -14,6 +14,7 @@
 
 #include "exec/host_driver.h"
 #include "exec/run_args.h"
+#include "shared/cli_args.h"
 #include "shared/error.h"
 #include "shared/schedule.h"
 #ifdef TANDEM_HAVE_CUDA_DRIVER
@@ -49,27 +50,13 @@ int main(int argc, char** argv) {
       ("scenario", po::value(&a.scenario), "scenario file");
   po::options_description hidden;
   hidden.add_options()("worker", "run as one rank under mpirun");
-  po::options_description all;
-  all.add(opts).add(hidden);
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "tandem run: " << e.what() << "\n" << opts;
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << opts;
-    return 0;
-  }
+  if (auto stop = parse_command_line("tandem run", argc, argv, opts, {{"scenario", 1}}, vm, &hidden)) return *stop;
   a.json = vm.count("json") > 0;
   a.worker = vm.count("worker") > 0;
-  if (a.worker) return exec::run_rank_worker(a);
-
-  try {
+  return run_main("tandem run", [&] {
+    if (a.worker) return exec::run_rank_worker(a);
+    reject_empty_paths(vm, {"trace"});
     if (a.scenario.empty()) throw Error("a scenario file is required (tandem run --help)");
     if (a.steps < 1) throw Error("--steps: expected at least 1, got " + std::to_string(a.steps));
     if (!(a.timeout_s > 0)) throw Error("--timeout: expected a positive number of seconds");
@@ -112,11 +99,5 @@ int main(int argc, char** argv) {
     std::cout.flush();
     execvp("mpirun", cargv.data());
     throw Error("cannot start mpirun (is openmpi-bin installed?)", ErrorKind::kFault);
-  } catch (const Error& e) {
-    std::cerr << "tandem run: " << e.what() << "\n";
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::cerr << "tandem run: internal error: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

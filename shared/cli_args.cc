@@ -1,31 +1,79 @@
 #include "shared/cli_args.h"
 
 #include <iostream>
+#include <new>
+#include <sstream>
+
+#include "shared/error.h"
 
 namespace tandem {
 
 namespace po = boost::program_options;
 
-std::optional<int> parse_scenario_command_line(const char* program, int argc, char** argv,
-                                               const po::options_description& opts, po::variables_map& vm) {
+std::optional<int> parse_command_line(const char* program, int argc, char** argv, const po::options_description& visible,
+                                      std::initializer_list<Positional> positional, po::variables_map& vm,
+                                      const po::options_description* hidden) {
+  po::options_description all;
+  all.add(visible);
+  if (hidden) all.add(*hidden);
   po::positional_options_description pos;
-  pos.add("scenario", 1);
+  for (const Positional& p : positional) pos.add(p.name, p.max_count);
   try {
-    po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    std::cerr << program << ": " << e.what() << "\n" << opts;
+    std::cerr << program << ": " << e.what() << "\n" << visible;
     return 2;
   }
   if (vm.count("help")) {
-    std::cout << opts;
+    std::cout << visible;
     return 0;
   }
+  return std::nullopt;
+}
+
+std::optional<int> parse_scenario_command_line(const char* program, int argc, char** argv,
+                                               const po::options_description& opts, po::variables_map& vm) {
+  if (auto stop = parse_command_line(program, argc, argv, opts, {{"scenario", 1}}, vm)) return stop;
   if (!vm.count("scenario")) {
     std::cerr << program << ": a scenario file is required\n" << opts;
     return 2;
   }
   return std::nullopt;
+}
+
+void throw_usage_error(const std::string& message, const po::options_description& opts) {
+  std::ostringstream usage;
+  usage << opts;
+  std::string text = usage.str();
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  throw Error(message + "\n" + text);
+}
+
+void reject_empty_paths(const po::variables_map& vm, std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (!vm.count(name)) continue;
+    const std::string* value = boost::any_cast<std::string>(&vm[name].value());
+    if (value && value->empty()) throw Error(std::string("--") + name + ": an empty path; name the file");
+  }
+}
+
+int run_main(const char* program, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    std::cerr << program << ": " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const std::bad_alloc&) {
+    std::cerr << program << ": out of memory\n";
+    return exit_code_of(ErrorKind::kOutOfMemory);
+  } catch (const std::exception& e) {
+    std::cerr << program << ": internal error: " << e.what() << "\n";
+    return exit_code_of(ErrorKind::kInternal);
+  } catch (...) {
+    std::cerr << program << ": internal error: an unknown exception\n";
+    return exit_code_of(ErrorKind::kInternal);
+  }
 }
 
 }  // namespace tandem

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "shared/json_writer.h"
 #include "shared/rank_grid.h"
 
 namespace tandem {
@@ -13,22 +14,10 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (static_cast<unsigned char>(c) < 0x20) out += fmt("\\u%04x", static_cast<unsigned char>(c));
-    else out += c;
-  }
-  return out + "\"";
-}
-
 std::string pad(std::string s, size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
   return s;
 }
-
-std::string num(double v) { return fmt("%.17g", v); }
 
 }  // namespace
 
@@ -85,36 +74,43 @@ void print_plan_text(std::ostream& os, const Schedule& s, const PlanSummary& sum
 void print_plan_json(std::ostream& os, const Schedule& s, const PlanSummary& sum) {
   const Scenario& sc = s.scenario();
   const RankGrid& g = s.grid();
+  // Flops and the breakdown's sizes with 17 significant digits (%.17g: every double reads back
+  // exactly), the other sizes and counts as integers.
+  JsonWriter j(JsonWriter::Spacing::kSpaced);
   auto breakdown = [&](const MemoryBreakdown& b) {
-    std::string o = "{\"params\": " + num(double(b[BufferRole::kParam])) +
-                    ", \"grads\": " + num(double(b[BufferRole::kGrad])) +
-                    ", \"optimizer\": " + num(double(b[BufferRole::kOptimizer])) +
-                    ", \"activations\": " + num(double(b[BufferRole::kActivation])) +
-                    ", \"comm\": " + num(double(b[BufferRole::kComm])) +
-                    ", \"workspace\": " + num(double(b[BufferRole::kWorkspace])) + "}";
-    return o;
+    j.begin_object();
+    j.key("params").number(double(b[BufferRole::kParam]), 17);
+    j.key("grads").number(double(b[BufferRole::kGrad]), 17);
+    j.key("optimizer").number(double(b[BufferRole::kOptimizer]), 17);
+    j.key("activations").number(double(b[BufferRole::kActivation]), 17);
+    j.key("comm").number(double(b[BufferRole::kComm]), 17);
+    j.key("workspace").number(double(b[BufferRole::kWorkspace]), 17);
+    j.end_object();
   };
-  os << "{\"scenario\": " << json_string(sc.name) << ", \"world_size\": " << g.size() << ", \"grid\": {\"dp\": "
-     << g.dp() << ", \"pp\": " << g.pp() << ", \"tp\": " << g.tp() << ", \"sp\": " << g.sp() << "}"
-     << ", \"parameters\": " << sum.parameters << ", \"flops_per_iteration\": " << num(sum.flops_per_iteration)
-     << ", \"hardware_flops_per_iteration\": " << num(sum.hardware_flops_per_iteration)
-     << ", \"tokens_per_iteration\": " << sum.tokens_per_iteration
-     << ", \"peak_memory_bytes\": " << sum.peak_memory_bytes << ", \"peak_rank\": " << sum.peak_rank
-     << ", \"memory_breakdown\": " << breakdown(sum.breakdown) << ", \"peak_host_bytes\": " << sum.peak_host_bytes
-     << ", \"hbm_bytes\": " << sum.hbm_bytes << ", \"fits\": " << (sum.fits ? "true" : "false") << ", \"ranks\": [";
-  for (size_t i = 0; i < sum.ranks.size(); ++i) {
-    const RankPlan& r = sum.ranks[i];
-    os << (i ? ", " : "") << "{\"rank\": " << r.rank << ", \"count\": " << r.count << ", \"tasks\": " << r.tasks
-       << ", \"peak_memory_bytes\": " << r.memory.peak_device_bytes
-       << ", \"memory_breakdown\": " << breakdown(r.memory.at_peak) << ", \"comm_bytes\": {";
-    bool first = true;
-    for (int k = 0; k < kGroupKindCount; ++k) {
-      os << (first ? "" : ", ") << "\"" << to_string(static_cast<GroupKind>(k)) << "\": " << r.collective_bytes[k];
-      first = false;
-    }
-    os << ", \"p2p\": " << r.p2p_bytes << ", \"offload\": " << r.offload_bytes << "}}";
+  j.begin_object();
+  j.key("scenario").string(sc.name).key("world_size").integer(g.size());
+  j.key("grid").begin_object().key("dp").integer(g.dp()).key("pp").integer(g.pp());
+  j.key("tp").integer(g.tp()).key("sp").integer(g.sp()).end_object();
+  j.key("parameters").integer(sum.parameters);
+  j.key("flops_per_iteration").number(sum.flops_per_iteration, 17);
+  j.key("hardware_flops_per_iteration").number(sum.hardware_flops_per_iteration, 17);
+  j.key("tokens_per_iteration").integer(sum.tokens_per_iteration);
+  j.key("peak_memory_bytes").integer(sum.peak_memory_bytes).key("peak_rank").integer(sum.peak_rank);
+  j.key("memory_breakdown");
+  breakdown(sum.breakdown);
+  j.key("peak_host_bytes").integer(sum.peak_host_bytes).key("hbm_bytes").integer(sum.hbm_bytes);
+  j.key("fits").boolean(sum.fits).key("ranks").begin_array();
+  for (const RankPlan& r : sum.ranks) {
+    j.begin_object().key("rank").integer(r.rank).key("count").integer(r.count).key("tasks").integer(r.tasks);
+    j.key("peak_memory_bytes").integer(r.memory.peak_device_bytes).key("memory_breakdown");
+    breakdown(r.memory.at_peak);
+    j.key("comm_bytes").begin_object();
+    for (int k = 0; k < kGroupKindCount; ++k) j.key(to_string(static_cast<GroupKind>(k))).integer(r.collective_bytes[k]);
+    j.key("p2p").integer(r.p2p_bytes).key("offload").integer(r.offload_bytes).end_object();
+    j.end_object();
   }
-  os << "]}\n";
+  j.end_array().end_object();
+  os << j.take() << "\n";
 }
 
 }  // namespace tandem

@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
       ("scenario", po::value(&scenario_path), "scenario file");
   po::variables_map vm;
   if (auto stop = parse_scenario_command_line("tandem sim", argc, argv, opts, vm)) return *stop;
-  try {
+  return run_main("tandem sim", [&] {
+    reject_empty_paths(vm, {"trace", "timeline", "calibration"});
     sim::SimOptions o;
     if (granularity == "step") o.granularity = sim::Granularity::kStep;
     else if (granularity != "phase") throw Error("--granularity: expected phase or step, got '" + granularity + "'");
@@ -100,11 +101,5 @@ int main(int argc, char** argv) {
       if (!timeline_path.empty()) write_chrome_json(trace, timeline_path);
     }
     return r.oom ? 3 : 0;
-  } catch (const Error& e) {
-    std::cerr << "tandem sim: " << e.what() << "\n";
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::cerr << "tandem sim: internal error: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "shared/json_writer.h"
 #include "shared/rank_grid.h"
 
 namespace tandem::sim {
@@ -18,25 +19,6 @@ std::string fmt(const char* f, double v) {
 }
 
 std::string gib(int64_t bytes) { return fmt("%.2f GiB", double(bytes) / 1073741824.0); }
-
-std::string json_string(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", int(c));
-      o += b;
-    } else {
-      o += c;
-    }
-  }
-  return o + "\"";
-}
-
-std::string num(double v) { return fmt("%.9g", v); }
 
 }  // namespace
 
@@ -116,36 +98,46 @@ void write_summary(std::ostream& out, const Schedule& schedule, const SimResult&
 void write_json(std::ostream& out, const Schedule& schedule, const SimResult& r) {
   const Scenario& sc = schedule.scenario();
   const Breakdown b = breakdown_of(r, r.slowest_rank);
-  out << "{\"scenario\": " << json_string(sc.name) << ", \"world_size\": " << schedule.world_size();
-  out << ", \"iteration_time_s\": " << num(r.iteration_time_s);
-  out << ", \"tokens_per_s\": " << num(r.tokens_per_s);
-  out << ", \"model_tflops_per_gpu\": " << num(r.model_tflops_per_gpu);
-  out << ", \"hardware_tflops_per_gpu\": " << num(r.hardware_tflops_per_gpu);
-  out << ", \"mfu\": " << num(r.mfu);
-  out << ", \"peak_memory_bytes\": " << r.peak_memory_bytes;
-  out << ", \"breakdown\": {\"rank\": " << b.rank << ", \"compute_s\": " << num(b.compute_s)
-      << ", \"exposed_comm_s\": " << num(b.exposed_comm_s) << ", \"bubble_s\": " << num(b.bubble_s)
-      << ", \"offload_s\": " << num(b.offload_s) << "}";
-  out << ", \"slowest_rank\": " << r.slowest_rank;
-  out << ", \"peak_memory_per_rank\": [";
-  for (size_t i = 0; i < r.ranks.size(); ++i) out << (i ? ", " : "") << r.ranks[i].peak_device_bytes;
-  out << "]";
-  out << ", \"oom\": " << (r.oom ? "true" : "false");
+  // Times and rates with 9 significant digits (%.9g), sizes and counts as integers.
+  JsonWriter j(JsonWriter::Spacing::kSpaced);
+  auto num = [&](const char* key, double v) { j.key(key).number(v, 9); };
+  j.begin_object();
+  j.key("scenario").string(sc.name).key("world_size").integer(schedule.world_size());
+  num("iteration_time_s", r.iteration_time_s);
+  num("tokens_per_s", r.tokens_per_s);
+  num("model_tflops_per_gpu", r.model_tflops_per_gpu);
+  num("hardware_tflops_per_gpu", r.hardware_tflops_per_gpu);
+  num("mfu", r.mfu);
+  j.key("peak_memory_bytes").integer(r.peak_memory_bytes);
+  j.key("breakdown").begin_object().key("rank").integer(b.rank);
+  num("compute_s", b.compute_s);
+  num("exposed_comm_s", b.exposed_comm_s);
+  num("bubble_s", b.bubble_s);
+  num("offload_s", b.offload_s);
+  j.end_object();
+  j.key("slowest_rank").integer(r.slowest_rank);
+  j.key("peak_memory_per_rank").begin_array();
+  for (const RankStats& rs : r.ranks) j.integer(rs.peak_device_bytes);
+  j.end_array();
+  j.key("oom").boolean(r.oom);
   if (r.oom) {
     const OomReport& o = r.oom_report;
-    out << ", \"oom_report\": {\"rank\": " << o.rank << ", \"time_s\": " << num(o.time_s)
-        << ", \"host\": " << (o.host ? "true" : "false") << ", \"buffer\": " << json_string(o.buffer)
-        << ", \"requested_bytes\": " << o.requested_bytes << ", \"in_use_bytes\": " << o.in_use_bytes
-        << ", \"capacity_bytes\": " << o.capacity_bytes << ", \"live\": [";
-    for (size_t i = 0; i < o.live.size(); ++i)
-      out << (i ? ", " : "") << "{\"name\": " << json_string(o.live[i].name) << ", \"role\": \""
-          << to_string(o.live[i].role) << "\", \"bytes\": " << o.live[i].bytes << "}";
-    out << "]}";
+    j.key("oom_report").begin_object().key("rank").integer(o.rank);
+    num("time_s", o.time_s);
+    j.key("host").boolean(o.host).key("buffer").string(o.buffer);
+    j.key("requested_bytes").integer(o.requested_bytes).key("in_use_bytes").integer(o.in_use_bytes);
+    j.key("capacity_bytes").integer(o.capacity_bytes).key("live").begin_array();
+    for (const auto& l : o.live)
+      j.begin_object().key("name").string(l.name).key("role").string(to_string(l.role)).key("bytes").integer(l.bytes).end_object();
+    j.end_array().end_object();
   }
-  out << ", \"simulator\": {\"flows\": " << r.flows << ", \"collectives\": " << r.collectives
-      << ", \"closed_form_collectives\": " << r.closed_form_collectives
-      << ", \"calibrated_collectives\": " << r.calibrated_collectives << ", \"events\": " << r.events
-      << ", \"programs_generated\": " << r.programs_generated << ", \"ranks_per_replayed_state\": " << r.fold << "}}\n";
+  j.key("simulator").begin_object();
+  j.key("flows").integer(r.flows).key("collectives").integer(r.collectives);
+  j.key("closed_form_collectives").integer(r.closed_form_collectives);
+  j.key("calibrated_collectives").integer(r.calibrated_collectives).key("events").integer(r.events);
+  j.key("programs_generated").integer(r.programs_generated).key("ranks_per_replayed_state").integer(r.fold);
+  j.end_object().end_object();
+  out << j.take() << "\n";
 }
 
 }  // namespace tandem::sim

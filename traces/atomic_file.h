@@ -1,10 +1,27 @@
-// Writing a file so that readers see the old content or the whole new content, never a part:
-// the bytes go to `path.tmp.<pid>` in the same directory, are flushed to disk (fsync), and the
-// temporary file is renamed over `path` (atomic on POSIX within one file system); the directory is
-// then synced so that the rename survives a crash. On failure the temporary file is removed, the
-// old `path` is left untouched, and tandem::Error names the path and the system's reason.
+// Writing an output file (-o, --trace, --timeline, ...) so that readers see the old content or the
+// whole new content, never a part, and so that nothing but the named file is ever replaced.
 //
-// Two threads of one process must not write the same path at once (they share the temp name).
+// What `path` is decides how it is written:
+//  - empty: tandem::Error (bad input), nothing written;
+//  - a directory (or a symbolic link to one): tandem::Error (bad input);
+//  - a name of an open descriptor (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N): written
+//    to that descriptor, after what the process wrote there (stdio is flushed first), whatever it
+//    is: with stdout redirected to a file, the file is not replaced behind the shell's back;
+//  - an existing non-regular file (character or block device such as /dev/null, FIFO, socket):
+//    written in place, opened O_WRONLY without O_CREAT or O_TRUNC, never replaced; a FIFO's open
+//    waits for a reader, as a shell redirection does;
+//  - a symbolic link (to a file, or dangling): followed, link after link; the replacement happens
+//    at the final target, and the link stays a link;
+//  - a regular file, or nothing yet: replaced atomically. The bytes go to an unnamed file in the
+//    target's directory (O_TMPFILE), are flushed to disk (fsync), and the file is given a name
+//    (linkat through /proc/self/fd): the target's own name when it does not exist yet, else a
+//    temporary name that is renamed over the target (atomic on POSIX within one file system). The
+//    directory is then synced so that the new name survives a crash. A writer killed by any signal
+//    before the name is given, SIGKILL included, leaves nothing behind. Where O_TMPFILE or /proc is
+//    unavailable, a named temporary file `path.tmp.<pid>.<n>` is written instead.
+// A temporary name is registered while it exists (traces/temp_file_registry.h): SIGINT and SIGTERM
+// remove it before the process dies; any error removes it and leaves the old file untouched, and
+// tandem::Error names the path and the system's reason. Missing parent directories are created.
 #pragma once
 
 #include <string>
@@ -12,7 +29,14 @@
 
 namespace tandem {
 
-// Creates missing parent directories.
 void write_file_atomic(const std::string& path, std::string_view bytes);
+
+// For tests only: force the named-temporary-file fallback, and observe the moment the bytes are
+// written and synced (temp_path: nullptr while the file is unnamed, else its temporary name).
+struct AtomicFileTestHooks {
+  bool use_o_tmpfile = true;
+  void (*after_write)(const char* temp_path) = nullptr;
+};
+AtomicFileTestHooks& atomic_file_test_hooks();
 
 }  // namespace tandem

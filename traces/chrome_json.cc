@@ -1,9 +1,6 @@
 #include "traces/chrome_json.h"
 
-#include <charconv>
-#include <cmath>
-#include <cstdio>
-
+#include "shared/json_writer.h"
 #include "shared/schedule.h"
 #include "traces/atomic_file.h"
 #include "traces/task_label.h"
@@ -11,95 +8,58 @@
 namespace tandem {
 namespace {
 
-class JsonOut {
+// One record per line in the traceEvents array, each after ",\n" (the first after "[\n").
+class Records {
  public:
-  std::string& str() { return out_; }
-  // Starts the next record of the traceEvents array.
-  JsonOut& record() {
-    out_ += first_record_ ? "{" : ",\n{";
-    first_record_ = false;
-    return *this;
-  }
-  JsonOut& raw(std::string_view s) {
-    out_ += s;
-    return *this;
-  }
-  JsonOut& string(std::string_view s) {
-    out_ += '"';
-    for (char c : s) {
-      if (c == '"' || c == '\\') {
-        out_ += '\\';
-        out_ += c;
-      } else if (static_cast<unsigned char>(c) < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
-        out_ += buf;
-      } else {
-        out_ += c;
-      }
-    }
-    out_ += '"';
-    return *this;
-  }
-  // Shortest text that reads back as v; null for what JSON cannot hold.
-  JsonOut& number(double v) {
-    if (!std::isfinite(v)) return raw("null");
-    char buf[32];
-    auto r = std::to_chars(buf, buf + sizeof buf, v);
-    out_.append(buf, r.ptr);
-    return *this;
-  }
-  // Microseconds from seconds, to the nanosecond.
-  JsonOut& micros(double seconds) {
-    const double us = seconds * 1e6;
-    if (!std::isfinite(us)) return raw("null");
-    char buf[48];
-    auto r = std::to_chars(buf, buf + sizeof buf, us, std::chars_format::fixed, 3);
-    out_.append(buf, r.ptr);
-    return *this;
-  }
-  template <class Int>
-  JsonOut& integer(Int v) {
-    char buf[24];
-    auto r = std::to_chars(buf, buf + sizeof buf, v);
-    out_.append(buf, r.ptr);
-    return *this;
+  explicit Records(JsonWriter& j) : j_(j) {}
+  JsonWriter& next() {
+    if (count_++) j_.line_break();
+    return j_.begin_object();
   }
 
  private:
-  std::string out_;
-  bool first_record_ = true;
+  JsonWriter& j_;
+  int64_t count_ = 0;
 };
 
-void metadata(JsonOut& j, const char* name, int pid, int tid, const char* key, std::string_view value) {
-  j.record().raw("\"name\":\"").raw(name).raw("\",\"ph\":\"M\",\"pid\":").integer(pid).raw(",\"tid\":").integer(tid);
-  j.raw(",\"args\":{\"").raw(key).raw("\":").string(value).raw("}}");
+// Microseconds from seconds, to the nanosecond.
+void micros(JsonWriter& j, const char* key, double seconds) { j.key(key).fixed(seconds * 1e6, 3); }
+
+void metadata(Records& rec, const char* name, int pid, int tid, const char* key, std::string_view value) {
+  JsonWriter& j = rec.next();
+  j.key("name").string(name).key("ph").string("M").key("pid").integer(pid).key("tid").integer(tid);
+  j.key("args").begin_object().key(key).string(value).end_object().end_object();
 }
 
-void sort_index(JsonOut& j, const char* name, int pid, int tid, int index) {
-  j.record().raw("\"name\":\"").raw(name).raw("\",\"ph\":\"M\",\"pid\":").integer(pid).raw(",\"tid\":").integer(tid);
-  j.raw(",\"args\":{\"sort_index\":").integer(index).raw("}}");
+void sort_index(Records& rec, const char* name, int pid, int tid, int index) {
+  JsonWriter& j = rec.next();
+  j.key("name").string(name).key("ph").string("M").key("pid").integer(pid).key("tid").integer(tid);
+  j.key("args").begin_object().key("sort_index").integer(index).end_object().end_object();
 }
 
-void counter(JsonOut& j, const char* name, int pid, double time_s, int64_t bytes) {
-  j.record().raw("\"name\":\"").raw(name).raw("\",\"ph\":\"C\",\"pid\":").integer(pid).raw(",\"ts\":").micros(time_s);
-  j.raw(",\"args\":{\"bytes\":").integer(bytes).raw("}}");
+void counter(Records& rec, const char* name, int pid, double time_s, int64_t bytes) {
+  JsonWriter& j = rec.next();
+  j.key("name").string(name).key("ph").string("C").key("pid").integer(pid);
+  micros(j, "ts", time_s);
+  j.key("args").begin_object().key("bytes").integer(bytes).end_object().end_object();
 }
 
 }  // namespace
 
 std::string chrome_json(const proto::Trace& trace) {
-  JsonOut j;
+  JsonWriter j;
   int64_t events = 0;
   for (const proto::Rank& r : trace.ranks()) events += r.events().task_id_size() + r.memory().time_s_size();
-  j.str().reserve(size_t(events) * 180 + 4096);
+  j.reserve(size_t(events) * 180 + 4096);
 
-  j.raw("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"format\":").string(trace.format());
-  j.raw(",\"scenario\":").string(trace.scenario_name());
-  j.raw(",\"scenario_digest\":").string(trace.scenario_digest());
-  j.raw(",\"backend\":").string(trace.backend());
-  j.raw(",\"machine\":").string(trace.machine());
-  j.raw("},\n\"traceEvents\":[\n");
+  j.begin_object().key("displayTimeUnit").string("ms").key("otherData").begin_object();
+  j.key("format").string(trace.format());
+  j.key("scenario").string(trace.scenario_name());
+  j.key("scenario_digest").string(trace.scenario_digest());
+  j.key("backend").string(trace.backend());
+  j.key("machine").string(trace.machine());
+  j.end_object().line_break().key("traceEvents").begin_array().line_break();
+  Records rec(j);
 
   std::vector<std::string> kinds;
   kinds.reserve(trace.labels_size());
@@ -108,38 +68,39 @@ std::string chrome_json(const proto::Trace& trace) {
   for (const proto::Rank& r : trace.ranks()) {
     // Perfetto treats pid and tid 0 as the kernel's idle task (google/perfetto#394): count from 1.
     const int pid = r.rank() + 1;
-    metadata(j, "process_name", pid, 0, "name", "rank " + std::to_string(r.rank()));
-    sort_index(j, "process_sort_index", pid, 0, r.rank());
+    metadata(rec, "process_name", pid, 0, "name", "rank " + std::to_string(r.rank()));
+    sort_index(rec, "process_sort_index", pid, 0, r.rank());
     const proto::Events& e = r.events();
     bool used[kStreamCount] = {};
     for (uint32_t s : e.stream())
       if (s < uint32_t(kStreamCount)) used[s] = true;
     for (int s = 0; s < kStreamCount; ++s) {
       if (!used[s]) continue;
-      metadata(j, "thread_name", pid, s + 1, "name", to_string(static_cast<Stream>(s)));
-      sort_index(j, "thread_sort_index", pid, s + 1, s);
+      metadata(rec, "thread_name", pid, s + 1, "name", to_string(static_cast<Stream>(s)));
+      sort_index(rec, "thread_sort_index", pid, s + 1, s);
     }
     for (int i = 0; i < e.task_id_size(); ++i) {
       const uint32_t label = e.label(i);
       const bool known = label < uint32_t(trace.labels_size());
-      j.record().raw("\"name\":").string(known ? std::string_view(trace.labels(int(label))) : "?");
-      j.raw(",\"cat\":").string(known ? std::string_view(kinds[label]) : "?");
-      j.raw(",\"ph\":\"X\",\"pid\":").integer(pid).raw(",\"tid\":").integer(e.stream(i) + 1);
-      j.raw(",\"ts\":").micros(e.start_s(i)).raw(",\"dur\":").micros(e.end_s(i) - e.start_s(i));
-      j.raw(",\"args\":{\"task_id\":").integer(e.task_id(i)).raw(",\"bytes\":").integer(e.bytes(i));
-      j.raw(",\"flops\":").number(e.flops(i)).raw("}}");
+      rec.next().key("name").string(known ? std::string_view(trace.labels(int(label))) : "?");
+      j.key("cat").string(known ? std::string_view(kinds[label]) : "?");
+      j.key("ph").string("X").key("pid").integer(pid).key("tid").integer(e.stream(i) + 1);
+      micros(j, "ts", e.start_s(i));
+      micros(j, "dur", e.end_s(i) - e.start_s(i));
+      j.key("args").begin_object().key("task_id").integer(e.task_id(i)).key("bytes").integer(e.bytes(i));
+      j.key("flops").number(e.flops(i)).end_object().end_object();
     }
     const proto::MemorySamples& m = r.memory();
     bool host = false;
     for (int i = 0; i < m.time_s_size(); ++i) {
-      counter(j, "device memory", pid, m.time_s(i), m.device_bytes(i));
+      counter(rec, "device memory", pid, m.time_s(i), m.device_bytes(i));
       host = host || m.host_bytes(i) != 0;
     }
     if (host)
-      for (int i = 0; i < m.time_s_size(); ++i) counter(j, "host memory", pid, m.time_s(i), m.host_bytes(i));
+      for (int i = 0; i < m.time_s_size(); ++i) counter(rec, "host memory", pid, m.time_s(i), m.host_bytes(i));
   }
-  j.raw("\n]}\n");
-  return std::move(j.str());
+  j.line_break().end_array().end_object().line_break();
+  return j.take();
 }
 
 void write_chrome_json(const proto::Trace& trace, const std::string& path) {

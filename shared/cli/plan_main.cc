@@ -7,7 +7,6 @@
 #include <boost/program_options.hpp>
 
 #include "shared/cli_args.h"
-#include "shared/error.h"
 #include "shared/plan_report.h"
 #include "shared/plan_summary.h"
 #include "shared/program_size.h"
@@ -29,7 +28,7 @@ int main(int argc, char** argv) {
       "scenario", po::value<std::string>(), "scenario file (.textproto)");
   po::variables_map vm;
   if (auto stop = tandem::parse_scenario_command_line("tandem plan", argc, argv, opts, vm)) return *stop;
-  try {
+  return tandem::run_main("tandem plan", [&] {
     std::vector<std::string> sets;
     if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
     tandem::ResourceLimit limit;
@@ -48,8 +47,5 @@ int main(int argc, char** argv) {
     if (vm.count("json")) tandem::print_plan_json(std::cout, schedule, summary);
     else tandem::print_plan_text(std::cout, schedule, summary);
     return 0;
-  } catch (const tandem::Error& e) {
-    std::cerr << "tandem plan: " << e.what() << "\n";
-    return e.exit_code();
-  }
+  });
 }

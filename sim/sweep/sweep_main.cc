@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
       ("scenario", po::value(&scenario_path), "scenario file");
   po::variables_map vm;
   if (auto stop = parse_scenario_command_line("tandem sweep", argc, argv, opts, vm)) return *stop;
-  try {
+  return run_main("tandem sweep", [&] {
+    reject_empty_paths(vm, {"output"});
     if (vm.count("jobs") && jobs < 1) throw Error("--jobs: expected a positive number of simulations, got " + std::to_string(jobs));
     std::vector<sweep::VaryAxis> axes;
     for (const std::string& v : varies) axes.push_back(sweep::parse_vary(v));
@@ -76,11 +77,5 @@ int main(int argc, char** argv) {
     else print_summary(table);
     if (!output.empty()) std::cerr << "tandem sweep: report written to " << output << "\n";
     return 0;
-  } catch (const Error& e) {
-    std::cerr << "tandem sweep: " << e.what() << "\n";
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::cerr << "tandem sweep: internal error: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "traces/report/json_writer.h"
+#include "shared/json_writer.h"
 
 namespace tandem::sweep {
 
@@ -140,7 +140,7 @@ std::string sweep_json(const SweepTable& t) {
     w.key("mfu").number(r.mfu);
     w.key("peak_memory_bytes");
     if (r.peak_memory_bytes >= 0) w.integer(r.peak_memory_bytes);
-    else w.number(PointResult::kNone);
+    else w.null();
     w.key("scaling_efficiency").number(p.scaling_efficiency);
     w.end_object();
   }
@@ -152,8 +152,8 @@ std::string sweep_json(const SweepTable& t) {
       const SweepPoint& p = t.points[size_t(b.point)];
       w.key("point").integer(b.point).key("strategy").string(p.strategy).key("tokens_per_s").number(p.result.tokens_per_s);
     } else {
-      w.key("point").number(PointResult::kNone).key("strategy").number(PointResult::kNone);
-      w.key("tokens_per_s").number(PointResult::kNone);
+      w.key("point").null().key("strategy").null();
+      w.key("tokens_per_s").null();
     }
     w.end_object();
   }

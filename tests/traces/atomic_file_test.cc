@@ -1,12 +1,17 @@
 #include "traces/atomic_file.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "shared/error.h"
 #include "trace_test_util.h"
@@ -113,6 +118,188 @@ TEST(TraceAtomicFile, ParentIsAFile) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("cannot create directory"), std::string::npos) << e.what();
   }
+}
+
+// Sets the test hooks for one test and restores them.
+struct Hooks {
+  explicit Hooks(bool use_o_tmpfile, void (*after_write)(const char*) = nullptr) {
+    atomic_file_test_hooks().use_o_tmpfile = use_o_tmpfile;
+    atomic_file_test_hooks().after_write = after_write;
+  }
+  ~Hooks() { atomic_file_test_hooks() = AtomicFileTestHooks{}; }
+};
+
+TEST(TraceAtomicFile, NamedTemporaryFallbackReplacesToo) {
+  Hooks hooks(false);
+  testing::TempDir dir;
+  const std::string path = dir.file("out.bin");
+  write_file_atomic(path, "first");
+  write_file_atomic(path, "second");
+  EXPECT_EQ(slurp(path), "second");
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"out.bin"});
+}
+
+TEST(TraceAtomicFile, EmptyPathIsBadInput) {
+  try {
+    write_file_atomic("", "x");
+    FAIL() << "wrote to an empty path";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("empty output path"), std::string::npos) << e.what();
+  }
+}
+
+// A link is followed: the file it names gets the content, the link stays a link (relative
+// targets against the link's directory, chains of links, a dangling link creating its target).
+TEST(TraceAtomicFile, SymbolicLinkIsFollowed) {
+  for (bool o_tmpfile : {true, false}) {
+    Hooks hooks(o_tmpfile);
+    testing::TempDir dir;
+    const auto p = dir.path();
+    write_file_atomic(dir.file("real.txt"), "old");
+    std::filesystem::create_symlink("real.txt", p / "link");
+    std::filesystem::create_symlink("link", p / "link2");
+    write_file_atomic(dir.file("link2"), "new");
+    EXPECT_TRUE(std::filesystem::is_symlink(p / "link"));
+    EXPECT_TRUE(std::filesystem::is_symlink(p / "link2"));
+    EXPECT_EQ(std::filesystem::read_symlink(p / "link"), "real.txt");
+    EXPECT_EQ(slurp(dir.file("real.txt")), "new");
+
+    std::filesystem::create_symlink("sub/made.txt", p / "dangling");
+    write_file_atomic(dir.file("dangling"), "made");
+    EXPECT_TRUE(std::filesystem::is_symlink(p / "dangling"));
+    EXPECT_EQ(slurp(dir.file("sub/made.txt")), "made");
+    EXPECT_EQ(dir.entries(), (std::vector<std::string>{"dangling", "link", "link2", "real.txt", "sub"}));
+    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(p / "sub"), std::filesystem::directory_iterator()), 1);
+  }
+}
+
+TEST(TraceAtomicFile, LinkToADirectoryIsAnError) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "d");
+  std::filesystem::create_symlink("d", dir.path() / "l");
+  EXPECT_THROW(write_file_atomic(dir.file("l"), "x"), Error);
+  EXPECT_TRUE(std::filesystem::is_directory(dir.path() / "d"));
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.path() / "l"));
+}
+
+// A FIFO is written into, not replaced: its reader gets every byte, and it is still a FIFO.
+TEST(TraceAtomicFile, FifoIsWrittenInPlace) {
+  testing::TempDir dir;
+  const std::string fifo = dir.file("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] { got = slurp(fifo); });
+  const std::string bytes(200000, 'f');  // more than a pipe's 64 KiB buffer
+  write_file_atomic(fifo, bytes);
+  reader.join();
+  EXPECT_EQ(got, bytes);
+  struct stat st;
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"pipe"});
+}
+
+// `tandem compare A B -o /dev/null` as root used to replace /dev/null with a regular file.
+TEST(TraceAtomicFile, CharacterDeviceIsWrittenInPlace) {
+  testing::TempDir dir;
+  std::filesystem::create_symlink("/dev/null", dir.path() / "null-link");
+  write_file_atomic("/dev/null", "discarded");
+  write_file_atomic(dir.file("null-link"), "discarded");
+  struct stat st;
+  ASSERT_EQ(::lstat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.path() / "null-link"));
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"null-link"});
+}
+
+// /dev/stdout redirected to a regular file: written through the descriptor, after what the process
+// already wrote there, and the file is not replaced (the shell's descriptor still points at it).
+TEST(TraceAtomicFile, DevStdoutIsTheDescriptor) {
+  testing::TempDir dir;
+  const std::string out = dir.file("captured");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || ::dup2(fd, 1) < 0) ::_exit(10);
+    if (::write(1, "before ", 7) != 7) ::_exit(11);
+    try {
+      write_file_atomic("/dev/stdout", "report");
+    } catch (...) {
+      ::_exit(12);
+    }
+    if (::write(1, " after", 6) != 6) ::_exit(13);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(slurp(out), "before report after");
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"captured"});
+}
+
+// Runs write_file_atomic(path, "new") in a child process with `hook` called once the bytes are
+// written; returns the child's wait status.
+int write_in_child(const std::string& path, bool use_o_tmpfile, void (*hook)(const char*)) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    atomic_file_test_hooks().use_o_tmpfile = use_o_tmpfile;
+    atomic_file_test_hooks().after_write = hook;
+    try {
+      write_file_atomic(path, "new");
+    } catch (...) {
+      ::_exit(12);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return status;
+}
+
+// SIGTERM or SIGINT while a named temporary file exists: the handler removes it, and the process
+// still dies of the signal; the old file is intact.
+TEST(TraceAtomicFile, SignalWhileTemporaryFileIsNamedLeavesNoTemporary) {
+  for (bool o_tmpfile : {false, true}) {
+    for (int sig : {SIGTERM, SIGINT}) {
+      testing::TempDir dir;
+      const std::string path = dir.file("out.bin");
+      write_file_atomic(path, "old");
+      static int signal_to_raise;
+      signal_to_raise = sig;
+      const int status = write_in_child(path, o_tmpfile, [](const char* temp) {
+        if (temp && ::access(temp, F_OK) == 0) ::raise(signal_to_raise);
+      });
+      ASSERT_TRUE(WIFSIGNALED(status)) << "o_tmpfile " << o_tmpfile << " signal " << sig << " status " << status;
+      EXPECT_EQ(WTERMSIG(status), sig);
+      EXPECT_EQ(slurp(path), "old");
+      EXPECT_EQ(dir.entries(), std::vector<std::string>{"out.bin"});
+    }
+  }
+}
+
+// SIGKILL cannot be handled: with O_TMPFILE the new bytes have no name until they are complete,
+// so a writer killed while writing leaves nothing behind.
+TEST(TraceAtomicFile, KilledWriterLeavesNothing) {
+  testing::TempDir dir;
+  const int probe = ::open(dir.path().c_str(), O_TMPFILE | O_WRONLY, 0600);
+  if (probe < 0) GTEST_SKIP() << "no O_TMPFILE on this file system: " << std::strerror(errno);
+  ::close(probe);
+  auto kill_while_unnamed = [](const char* temp) {
+    if (!temp) ::raise(SIGKILL);
+  };
+  int status = write_in_child(dir.file("fresh.bin"), true, kill_while_unnamed);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+  EXPECT_TRUE(dir.entries().empty());
+
+  write_file_atomic(dir.file("out.bin"), "old");
+  status = write_in_child(dir.file("out.bin"), true, kill_while_unnamed);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(slurp(dir.file("out.bin")), "old");
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"out.bin"});
 }
 
 }  // namespace

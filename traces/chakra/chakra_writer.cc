@@ -11,7 +11,7 @@
 #include "et_def.pb.h"
 #include "shared/error.h"
 #include "traces/atomic_file.h"
-#include "traces/report/json_writer.h"
+#include "shared/json_writer.h"
 #include "traces/scenario_digest.h"
 #include "traces/task_label.h"
 

@@ -6,7 +6,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "shared/error.h"
+#include "shared/cli_args.h"
 #include "traces/calibration/calibration_profile.h"
 #include "traces/trace_io.h"
 
@@ -17,20 +17,12 @@ int main(int argc, char** argv) {
   opts.add_options()("help,h", "show this help")("output,o", po::value<std::string>(), "the profile to write")(
       "set", po::value<std::vector<std::string>>()->composing(), "the overrides the trace was measured with")(
       "args", po::value<std::vector<std::string>>(), "TRACE SCENARIO");
-  po::positional_options_description pos;
-  pos.add("args", 2);
-  try {
-    po::variables_map vm;
-    po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-    if (vm.count("help")) {
-      std::cout << opts;
-      return 0;
-    }
-    if (!vm.count("args") || vm["args"].as<std::vector<std::string>>().size() != 2 || !vm.count("output")) {
-      std::cerr << "tandem calibrate: needs TRACE SCENARIO and -o PROFILE\n" << opts;
-      return 2;
-    }
+  po::variables_map vm;
+  if (auto stop = tandem::parse_command_line("tandem calibrate", argc, argv, opts, {{"args", 2}}, vm)) return *stop;
+  return tandem::run_main("tandem calibrate", [&] {
+    if (!vm.count("args") || vm["args"].as<std::vector<std::string>>().size() != 2 || !vm.count("output"))
+      tandem::throw_usage_error("needs TRACE SCENARIO and -o PROFILE", opts);
+    tandem::reject_empty_paths(vm, {"output"});
     const auto& args = vm["args"].as<std::vector<std::string>>();
     std::vector<std::string> sets;
     if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
@@ -42,11 +34,5 @@ int main(int argc, char** argv) {
               << " collective shapes from " << args[0] << " (" << prof.backend() << ", " << prof.machine()
               << ") -> " << out << "\n";
     return 0;
-  } catch (const po::error& e) {
-    std::cerr << "tandem calibrate: " << e.what() << "\n";
-    return 2;
-  } catch (const tandem::Error& e) {
-    std::cerr << "tandem calibrate: " << e.what() << "\n";
-    return e.exit_code();
-  }
+  });
 }

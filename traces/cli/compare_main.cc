@@ -5,7 +5,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "shared/error.h"
+#include "shared/cli_args.h"
 #include "traces/report/compare.h"
 #include "traces/report/compare_report_html.h"
 #include "traces/trace_io.h"
@@ -18,20 +18,12 @@ int main(int argc, char** argv) {
       "json", "print the numbers as one JSON object on stdout")(
       "allow-different-scenarios", "compare traces whose scenario digests differ")(
       "traces", po::value<std::vector<std::string>>(), "the two trace files");
-  po::positional_options_description pos;
-  pos.add("traces", 2);
-  try {
-    po::variables_map vm;
-    po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-    if (vm.count("help")) {
-      std::cout << opts;
-      return 0;
-    }
-    if (!vm.count("traces") || vm["traces"].as<std::vector<std::string>>().size() != 2) {
-      std::cerr << "tandem compare: expected two trace files, A then B\n" << opts;
-      return 2;
-    }
+  po::variables_map vm;
+  if (auto stop = tandem::parse_command_line("tandem compare", argc, argv, opts, {{"traces", 2}}, vm)) return *stop;
+  return tandem::run_main("tandem compare", [&] {
+    if (!vm.count("traces") || vm["traces"].as<std::vector<std::string>>().size() != 2)
+      tandem::throw_usage_error("expected two trace files, A then B", opts);
+    tandem::reject_empty_paths(vm, {"output"});
     const auto files = vm["traces"].as<std::vector<std::string>>();
     const tandem::proto::Trace a = tandem::read_trace(files[0]);
     const tandem::proto::Trace b = tandem::read_trace(files[1]);
@@ -45,11 +37,5 @@ int main(int argc, char** argv) {
     else std::cout << tandem::comparison_text(c);
     if (vm.count("output") && !vm.count("json")) std::cout << "report: " << vm["output"].as<std::string>() << "\n";
     return 0;
-  } catch (const po::error& e) {
-    std::cerr << "tandem compare: " << e.what() << "\n";
-    return 2;
-  } catch (const tandem::Error& e) {
-    std::cerr << e.what() << "\n";
-    return e.exit_code();
-  }
+  });
 }

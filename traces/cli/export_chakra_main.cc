@@ -1,11 +1,11 @@
-// tandem-export-chakra SCENARIO [--set part.field=value ...] -o PREFIX: the scenario's schedule as
+// tandem export-chakra SCENARIO [--set part.field=value ...] -o PREFIX: the scenario's schedule as
 // MLCommons Chakra execution traces, PREFIX.<rank>.et per rank and PREFIX.comm_groups.json
 // (traces/chakra/chakra_writer.h says what each task becomes).
 #include <iostream>
 
 #include <boost/program_options.hpp>
 
-#include "shared/error.h"
+#include "shared/cli_args.h"
 #include "shared/scenario.h"
 #include "shared/schedule.h"
 #include "traces/chakra/chakra_writer.h"
@@ -13,25 +13,16 @@
 namespace po = boost::program_options;
 
 int main(int argc, char** argv) {
-  po::options_description opts("tandem-export-chakra SCENARIO [options] -o PREFIX");
+  po::options_description opts("tandem export-chakra SCENARIO [options] -o PREFIX");
   opts.add_options()("help,h", "show this help")(
       "set", po::value<std::vector<std::string>>()->composing(), "override a scenario field: part.field=value")(
       "output,o", po::value<std::string>(), "file prefix: writes PREFIX.<rank>.et and PREFIX.comm_groups.json")(
       "scenario", po::value<std::string>(), "scenario file (.textproto)");
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
-  try {
-    po::variables_map vm;
-    po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-    if (vm.count("help")) {
-      std::cout << opts;
-      return 0;
-    }
-    if (!vm.count("scenario") || !vm.count("output")) {
-      std::cerr << "tandem-export-chakra: a scenario and -o PREFIX are required\n" << opts;
-      return 2;
-    }
+  po::variables_map vm;
+  if (auto stop = tandem::parse_scenario_command_line("tandem export-chakra", argc, argv, opts, vm)) return *stop;
+  return tandem::run_main("tandem export-chakra", [&] {
+    if (!vm.count("output")) tandem::throw_usage_error("-o PREFIX is required", opts);
+    tandem::reject_empty_paths(vm, {"output"});
     std::vector<std::string> sets;
     if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
     const tandem::Schedule schedule(tandem::load_scenario(vm["scenario"].as<std::string>(), sets));
@@ -42,11 +33,5 @@ int main(int argc, char** argv) {
               << " send, " << e.nodes[6] << " recv, " << e.nodes[2] + e.nodes[3] << " memory nodes (" << e.dropped
               << " alloc/free tasks left out)\n";
     return 0;
-  } catch (const po::error& e) {
-    std::cerr << "tandem-export-chakra: " << e.what() << "\n";
-    return 2;
-  } catch (const tandem::Error& e) {
-    std::cerr << "tandem-export-chakra: " << e.what() << "\n";
-    return e.exit_code();
-  }
+  });
 }

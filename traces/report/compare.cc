@@ -10,7 +10,7 @@
 
 #include "shared/error.h"
 #include "shared/schedule.h"
-#include "traces/report/json_writer.h"
+#include "shared/json_writer.h"
 #include "traces/task_label.h"
 #include "traces/trace_io.h"
 
