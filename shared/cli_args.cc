@@ -76,4 +76,20 @@ int run_main(const char* program, const std::function<int()>& body) {
   }
 }
 
+void add_max_memory_option(po::options_description& opts) {
+  opts.add_options()("max-memory", po::value<double>(),
+                     "refuse a run whose estimated memory is above this many GiB (default: half of this machine's memory)");
+}
+
+ResourceLimit max_memory_limit(const po::variables_map& vm) {
+  ResourceLimit limit;
+  if (!vm.count("max-memory")) return limit;
+  const double gib = vm["max-memory"].as<double>();
+  // 2^33 GiB = 2^63 bytes, the most an int64 holds.
+  if (!(gib > 0 && gib < 8589934592.0))
+    throw Error("--max-memory " + std::to_string(gib) + ": must be a positive number of GiB below 2^33");
+  limit.max_memory_bytes = static_cast<int64_t>(gib * 1073741824.0);
+  return limit;
+}
+
 }  // namespace tandem

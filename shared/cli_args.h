@@ -11,6 +11,8 @@
 
 #include <boost/program_options.hpp>
 
+#include "shared/resource_limit.h"
+
 namespace tandem {
 
 // A positional argument: its option name and how many of it at most (-1: any number).
@@ -42,6 +44,13 @@ std::optional<int> parse_scenario_command_line(const char* program, int argc, ch
 // Throws Error (bad input) when one of the named string options was given an empty value
 // (`--trace ""`, `-o ""`): an empty path names no file, and writing nothing would look like success.
 void reject_empty_paths(const boost::program_options::variables_map& vm, std::initializer_list<const char*> names);
+
+// The memory budget option of programs that allocate in proportion to their input (plan, sim,
+// sweep, export-chakra): adds "--max-memory GIB" to `opts`, and reads it back as a ResourceLimit
+// (default: default_max_memory_bytes()); a value that is not a positive size below 2^33 GiB is
+// bad input.
+void add_max_memory_option(boost::program_options::options_description& opts);
+ResourceLimit max_memory_limit(const boost::program_options::variables_map& vm);
 
 // Runs main's body and returns its exit code, or the exit code of what it threw, after printing
 // "<program>: <message>" on stderr: tandem::Error -> its kind's code; std::bad_alloc -> "out of

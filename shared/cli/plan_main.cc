@@ -23,22 +23,14 @@ int main(int argc, char** argv) {
   opts.add_options()("help,h", "show this help")(
       "set", po::value<std::vector<std::string>>()->composing(), "override a scenario field: part.field=value")(
       "json", "print one JSON object")(
-      "max-memory", po::value<double>(),
-      "refuse a scenario whose programs would need more than this many GiB of memory (default: half the RAM)")(
       "scenario", po::value<std::string>(), "scenario file (.textproto)");
+  tandem::add_max_memory_option(opts);
   po::variables_map vm;
   if (auto stop = tandem::parse_scenario_command_line("tandem plan", argc, argv, opts, vm)) return *stop;
   return tandem::run_main("tandem plan", [&] {
     std::vector<std::string> sets;
     if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
-    tandem::ResourceLimit limit;
-    if (vm.count("max-memory")) {
-      const double gib = vm["max-memory"].as<double>();
-      // 2^33 GiB = 2^63 bytes, the most an int64 holds.
-      if (!(gib > 0 && gib < 8589934592.0))
-        throw tandem::Error("--max-memory " + std::to_string(gib) + ": must be a positive number of GiB below 2^33");
-      limit.max_memory_bytes = static_cast<int64_t>(gib * 1073741824.0);
-    }
+    const tandem::ResourceLimit limit = tandem::max_memory_limit(vm);
     tandem::Scenario scenario = tandem::load_scenario(vm["scenario"].as<std::string>(), sets);
     // Refuse before generating: a scenario may ask for more programs than memory holds.
     tandem::check_program_memory(scenario, tandem::plan_bytes_per_task(scenario), "tandem plan", limit);

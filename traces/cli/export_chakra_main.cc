@@ -6,6 +6,7 @@
 #include <boost/program_options.hpp>
 
 #include "shared/cli_args.h"
+#include "shared/program_size.h"
 #include "shared/scenario.h"
 #include "shared/schedule.h"
 #include "traces/chakra/chakra_writer.h"
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
       "set", po::value<std::vector<std::string>>()->composing(), "override a scenario field: part.field=value")(
       "output,o", po::value<std::string>(), "file prefix: writes PREFIX.<rank>.et and PREFIX.comm_groups.json")(
       "scenario", po::value<std::string>(), "scenario file (.textproto)");
+  tandem::add_max_memory_option(opts);
   po::variables_map vm;
   if (auto stop = tandem::parse_scenario_command_line("tandem export-chakra", argc, argv, opts, vm)) return *stop;
   return tandem::run_main("tandem export-chakra", [&] {
@@ -25,7 +27,12 @@ int main(int argc, char** argv) {
     tandem::reject_empty_paths(vm, {"output"});
     std::vector<std::string> sets;
     if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
-    const tandem::Schedule schedule(tandem::load_scenario(vm["scenario"].as<std::string>(), sets));
+    tandem::Scenario scenario = tandem::load_scenario(vm["scenario"].as<std::string>(), sets);
+    // One rank's program is generated and written at a time: refuse before generating one that
+    // memory cannot hold.
+    tandem::check_program_memory(scenario, tandem::kProgramBytesPerTask, "tandem export-chakra",
+                                 tandem::max_memory_limit(vm));
+    const tandem::Schedule schedule(std::move(scenario));
     const std::string prefix = vm["output"].as<std::string>();
     const tandem::ChakraExport e = tandem::write_chakra(schedule, prefix);
     std::cout << "wrote " << e.files << " Chakra traces " << prefix << ".<rank>.et and " << prefix
