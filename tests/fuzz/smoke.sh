@@ -33,7 +33,7 @@ for t in "${targets[@]}"; do
   for r in "$here/regressions/$t"/*; do
     [ -f "$r" ] || continue
     name="$(basename "$r")"
-    if "$bin" -runs=1 "$r" > "$work/replay.log" 2>&1; then
+    if "$bin" -runs=1 -timeout=30 -rss_limit_mb=2048 "$r" > "$work/replay.log" 2>&1; then
       is_known "$t" "$name" && echo "fuzz: $t/$name passes now: take it off regressions/known-unfixed.txt"
     elif is_known "$t" "$name"; then
       echo "fuzz: $t/$name still fails (known, unfixed)"
