@@ -462,9 +462,8 @@ void ReplayEngine::finish_task(RankState& r, TaskId id, double start_s, double e
   set_bit(r.done, id);
   --r.remaining;
   r.stats.end_s = std::max(r.stats.end_s, end_s);
-  if (options_.record_tasks)
-    for (int m = 0; m < fold_; ++m)
-      result_.tasks.push_back({r.rank + m, id, r.info->program.tasks[id].stream, start_s, end_s});
+  if (options_.record_tasks)  // once per unit, under lane 0's rank (SimResult::tasks)
+    result_.tasks.push_back({r.rank, id, r.info->program.tasks[id].stream, start_s, end_s});
 }
 
 void ReplayEngine::start_task(RankState& r, TaskId id) {
@@ -828,8 +827,7 @@ void ReplayEngine::memory_event(RankState& r, const Task& t, bool alloc) {
     r.live[idx] = alloc;
     r.device_bytes += alloc ? fast : -fast;
     r.stats.peak_device_bytes = std::max(r.stats.peak_device_bytes, r.device_bytes);
-    if (options_.record_memory)
-      for (int m = 0; m < fold_; ++m) result_.memory.push_back({r.rank + m, now_, r.device_bytes, r.host_bytes});
+    if (options_.record_memory) result_.memory.push_back({r.rank, now_, r.device_bytes, r.host_bytes});
     return;
   }
   const BufferId id = alloc ? std::get<Alloc>(t.op).buffer : std::get<Free>(t.op).buffer;
@@ -875,8 +873,7 @@ void ReplayEngine::memory_event(RankState& r, const Task& t, bool alloc) {
     r.host_bytes += delta;
     r.stats.peak_host_bytes = std::max(r.stats.peak_host_bytes, r.host_bytes);
   }
-  if (options_.record_memory)
-    for (int m = 0; m < fold_; ++m) result_.memory.push_back({r.rank + m, now_, r.device_bytes, r.host_bytes});
+  if (options_.record_memory) result_.memory.push_back({r.rank, now_, r.device_bytes, r.host_bytes});
 }
 
 }  // namespace tandem::sim

@@ -15,4 +15,24 @@ namespace tandem {
 // Creates missing parent directories.
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
+// The same, for content written piece by piece (a file larger than memory): append() as often as
+// needed, then commit(). Destroyed without commit(), it removes the temporary file.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);  // creates missing parent directories and the temporary file
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  void append(std::string_view bytes);
+  void commit();  // fsync, rename over the path, sync the directory
+  const std::string& path() const { return path_; }
+
+ private:
+  [[noreturn]] void abandon(const std::string& what, int err);
+
+  std::string path_, tmp_, dir_;
+  int fd_ = -1;
+};
+
 }  // namespace tandem
