@@ -8,8 +8,11 @@
 namespace tandem::sim {
 
 // The estimate, term by term (bytes). The constants were fitted on GPT-3 175B (t8 p16) at 4096,
-// 2048 and 1024 GPUs (0.72, 1.44 and 2.87 million class tasks: 237, 402 and 900 MB peak resident)
-// and checked against /usr/bin/time's maximum resident size with --trace (docs/sim.md):
+// 2048 and 1024 GPUs (0.72, 1.44 and 2.87 million class tasks: 237, 402 and 900 MB peak resident).
+// Checked against the peak resident size (VmHWM) of the parent plus the simulation process:
+// GPT-3 1024 GPUs --json: 1.0 GiB estimated, 0.98 GiB measured (120 + 879 MiB); with --trace:
+// 3.4 GiB estimated, 2.9 GiB measured (114 + 2958 MiB); Llama 2 70B --trace: 0.2 GiB estimated,
+// 0.19 GiB measured (57 + 141 MiB). Terms:
 //  - kBase: the binary, SimGrid, protobuf, the Schedule.
 //  - programs: each class program is generated and analysed once in the simulation process:
 //    Task structs, dependency lists, per-task replay tables. 350 B a task (the measured slope is
