@@ -27,8 +27,8 @@ void MemoryLedger::add_unit(const ProgramInfo& info, RankStats& stats) {
 }
 
 void MemoryLedger::record(const UnitMemory& u, int rank, double now) {
-  if (options_.record_memory)
-    for (int m = 0; m < fold_; ++m) result_.memory.push_back({rank + m, now, u.device_bytes, u.host_bytes});
+  if (options_.record_memory)  // once per unit, under lane 0's rank (SimResult::memory)
+    result_.memory.push_back({rank, now, u.device_bytes, u.host_bytes});
 }
 
 void MemoryLedger::apply(int unit, int rank, const ProgramInfo& info, const Task& t, bool alloc, double now,

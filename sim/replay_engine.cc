@@ -156,9 +156,8 @@ void ReplayEngine::finish_task(RankState& r, TaskId id, double start_s, double e
   --r.remaining;
   --tasks_left_;
   r.stats.end_s = std::max(r.stats.end_s, end_s);
-  if (options_.record_tasks)
-    for (int m = 0; m < fold_; ++m)
-      result_.tasks.push_back({r.rank + m, id, r.info->program.tasks[id].stream, start_s, end_s});
+  if (options_.record_tasks)  // once per unit, under lane 0's rank (SimResult::tasks)
+    result_.tasks.push_back({r.rank, id, r.info->program.tasks[id].stream, start_s, end_s});
 }
 
 void ReplayEngine::start_task(RankState& r, TaskId id) {

@@ -1,6 +1,7 @@
 // tandem sim SCENARIO [--set k=v ...] [--json] [--trace FILE] [--timeline FILE] [options]
 // Replays the scenario's schedule on its modeled cluster (SimGrid) and reports what one training
 // iteration costs. Exit codes: 0 ok, 2 bad input, 3 out of memory, 1 internal error.
+#include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -12,8 +13,9 @@
 #include "shared/schedule.h"
 #include "sim/sim_report.h"
 #include "sim/simulation.h"
+#include "shared/resource_limit.h"
+#include "sim/sim_memory_estimate.h"
 #include "traces/chrome_json.h"
-#include "traces/trace_builder.h"
 #include "traces/trace_io.h"
 
 namespace po = boost::program_options;
@@ -21,24 +23,13 @@ using namespace tandem;
 
 namespace {
 
-proto::Trace build_trace(const Schedule& schedule, const sim::SimResult& r) {
-  TraceBuilder tb(schedule, "sim", schedule.scenario().cluster.gpu_name + " (SimGrid model)");
-  // One program per class, relabelled for each rank of the class (the trace needs only the
-  // tasks' kinds and sizes, which ranks of a class share).
-  std::vector<int> reps(schedule.world_size());
-  for (int r = 0; r < schedule.world_size(); ++r) reps[r] = schedule.representative_of(r);
-  for (const RankClass& c : schedule.rank_classes()) {
-    Program p = schedule.program(c.representative);
-    for (int r = 0; r < schedule.world_size(); ++r) {
-      if (reps[r] != c.representative) continue;
-      p.rank = r;
-      tb.begin_rank(p);
-    }
+// A trace file that exists only for the timeline (no --trace): removed when main is done.
+struct TemporaryFile {
+  std::string path;
+  ~TemporaryFile() {
+    if (!path.empty()) std::remove(path.c_str());
   }
-  for (const sim::TaskTiming& t : r.tasks) tb.task(t.rank, t.task, t.start_s, t.end_s);
-  for (const sim::MemorySample& m : r.memory) tb.memory(m.rank, m.time_s, m.device_bytes, m.host_bytes);
-  return tb.finish();
-}
+};
 
 }  // namespace
 
@@ -46,7 +37,7 @@ int main(int argc, char** argv) {
   std::string scenario_path, trace_path, timeline_path, calibration_path;
   std::string granularity = "phase", algorithm = "auto", protocol = "auto";
   std::vector<std::string> sets;
-  double reserved_gib = 0;
+  double reserved_gib = 0, max_memory_gib = 0;
   po::options_description opts("tandem sim SCENARIO [options]");
   opts.add_options()
       ("help,h", "this help")
@@ -60,6 +51,7 @@ int main(int argc, char** argv) {
       ("ideal-network", "links at datasheet bandwidth, no protocol costs (alpha-beta closed forms)")
       ("calibration", po::value(&calibration_path), "measured kernel times: a profile from tandem calibrate (.pb) or a TSV (kernel, dtype, dims, time_us)")
       ("reserved-gib", po::value(&reserved_gib), "device memory held before the first allocation (CUDA context, NCCL)")
+      ("max-memory", po::value(&max_memory_gib), "refuse a run estimated to need more than GIB of memory (default: half the RAM)")
       ("no-shortcuts", "simulate without closed forms, compute fusion, shared class programs or tensor-parallel folding")
       ("scenario", po::value(&scenario_path), "scenario file");
   po::variables_map vm;
@@ -83,9 +75,20 @@ int main(int argc, char** argv) {
     o.reserved_device_bytes = static_cast<int64_t>(reserved_gib * 1073741824.0);
     if (vm.count("no-shortcuts"))
       o.closed_form_uncontended = o.fuse_compute = o.share_class_programs = o.fold_tensor_parallel = false;
-    o.record_tasks = o.record_memory = !trace_path.empty() || !timeline_path.empty();
+    ResourceLimit limit;
+    if (vm.count("max-memory")) {
+      if (!(max_memory_gib > 0)) throw Error("--max-memory: expected a positive size in GiB");
+      limit.max_memory_bytes = static_cast<int64_t>(max_memory_gib * 1073741824.0);
+    }
+    // The simulation's process writes the trace; a timeline is made from it (a temporary trace
+    // beside the timeline when there is no --trace).
+    TemporaryFile temporary;
+    o.trace_path = trace_path;
+    if (o.trace_path.empty() && !timeline_path.empty()) o.trace_path = temporary.path = timeline_path + ".trace.tmp";
 
     Schedule schedule(load_scenario(scenario_path, sets));
+    const sim::MemoryEstimate need = sim::estimate_memory(schedule, o, !timeline_path.empty());
+    check_memory_estimate(need.bytes, "tandem sim", need.how, limit);
     // The scenario may force an algorithm (strategy.collective_algorithm); --algorithm wins.
     if (!o.algorithm) {
       const CollectiveAlgorithm a = schedule.scenario().strategy.collective_algorithm;
@@ -95,11 +98,7 @@ int main(int argc, char** argv) {
     const sim::SimResult r = sim::simulate(schedule, o);
     if (vm.count("json")) sim::write_json(std::cout, schedule, r);
     else sim::write_summary(std::cout, schedule, r);
-    if (!r.oom && (!trace_path.empty() || !timeline_path.empty())) {
-      const proto::Trace trace = build_trace(schedule, r);
-      if (!trace_path.empty()) write_trace(trace, trace_path);
-      if (!timeline_path.empty()) write_chrome_json(trace, timeline_path);
-    }
+    if (!r.oom && !timeline_path.empty()) write_chrome_json(read_trace(o.trace_path), timeline_path);
     return r.oom ? 3 : 0;
   });
 }

@@ -1,24 +1,21 @@
 #include "sim/simulation.h"
 
 #include <malloc.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <functional>
 #include <string>
-#include <type_traits>
 
 #include <simgrid/s4u.hpp>
 #include <xbt/log.h>
 
 #include "shared/error.h"
+#include "sim/forked_call.h"
 #include "sim/nccl_tuner.h"
 #include "sim/replay_engine.h"
 #include "sim/sim_metrics.h"
+#include "sim/sim_result_codec.h"
+#include "sim/sim_trace.h"
 
 namespace tandem::sim {
 namespace sg = simgrid::s4u;
@@ -26,6 +23,26 @@ namespace sg = simgrid::s4u;
 namespace {
 
 SimResult simulate_isolated(const Schedule& schedule, const SimOptions& options);
+
+// Folded units' recordings, one per unit under lane 0's rank, as one entry per rank: each entry
+// of a unit copied for its `fold` lanes. Keeps the order (rank, then the unit's own order).
+template <class T>
+void expand_lanes(std::vector<T>& v, int fold) {
+  if (fold <= 1 || v.empty()) return;
+  std::vector<T> out;
+  out.reserve(v.size() * size_t(fold));
+  for (size_t begin = 0; begin < v.size();) {
+    size_t end = begin;
+    while (end < v.size() && v[end].rank == v[begin].rank) ++end;
+    for (int m = 0; m < fold; ++m)
+      for (size_t i = begin; i < end; ++i) {
+        out.push_back(v[i]);
+        out.back().rank += m;
+      }
+    begin = end;
+  }
+  v = std::move(out);
+}
 
 SimResult run_here(const Schedule& schedule, const SimOptions& options) {
   static bool used = false;
@@ -56,7 +73,12 @@ SimResult run_here(const Schedule& schedule, const SimOptions& options) {
                 cl.gpu_name.find("H800") != std::string::npos;
   const ComputeCostModel costs(cl, options.kernels, sc.strategy.flash_attention, options.calibration.get());
   NcclTuner tuner(fabric, options.ideal_network, options.algorithm, options.protocol);
-  ReplayEngine replay(schedule, options, platform, fabric, costs, tuner);
+  // A trace needs the tasks' times and the memory samples; the replay records them once per unit.
+  SimOptions replay_options = options;
+  const bool tracing = !options.trace_path.empty();
+  replay_options.record_tasks |= tracing;
+  replay_options.record_memory |= tracing;
+  ReplayEngine replay(schedule, replay_options, platform, fabric, costs, tuner);
   sg::Actor::create("replay", platform.driver(), std::ref(replay));
   engine.run();
   if (replay.failed()) throw replay.error();
@@ -66,134 +88,14 @@ SimResult run_here(const Schedule& schedule, const SimOptions& options) {
   });
   std::stable_sort(r.memory.begin(), r.memory.end(),
                    [](const MemorySample& a, const MemorySample& b) { return a.rank < b.rank; });
+  // A folded run that was not exact is run again unfolded (simulate()), which writes the trace.
+  if (tracing && !r.oom && r.fold_exact) write_sim_trace(schedule, r, options.trace_path);
+  if (options.record_tasks) expand_lanes(r.tasks, r.fold);
+  else std::vector<TaskTiming>().swap(r.tasks);
+  if (options.record_memory) expand_lanes(r.memory, r.fold);
+  else std::vector<MemorySample>().swap(r.memory);
   finalize_metrics(r, sc);
   return r;
-}
-
-// A flat binary encoding of SimResult for the trip from the child process.
-class Writer {
- public:
-  template <class T>
-  void pod(const T& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    buf_.append(reinterpret_cast<const char*>(&v), sizeof v);
-  }
-  void str(const std::string& s) {
-    pod(uint64_t(s.size()));
-    buf_ += s;
-  }
-  template <class T>
-  void vec(const std::vector<T>& v) {
-    pod(uint64_t(v.size()));
-    buf_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
-  }
-  const std::string& data() const { return buf_; }
-
- private:
-  std::string buf_;
-};
-
-class Reader {
- public:
-  explicit Reader(const std::string& s) : s_(s) {}
-  template <class T>
-  void pod(T& v) {
-    need(sizeof v);
-    std::memcpy(&v, s_.data() + at_, sizeof v);
-    at_ += sizeof v;
-  }
-  void str(std::string& s) {
-    uint64_t n;
-    pod(n);
-    need(n);
-    s.assign(s_.data() + at_, n);
-    at_ += n;
-  }
-  template <class T>
-  void vec(std::vector<T>& v) {
-    uint64_t n;
-    pod(n);
-    need(n * sizeof(T));
-    v.resize(n);
-    std::memcpy(v.data(), s_.data() + at_, n * sizeof(T));
-    at_ += n * sizeof(T);
-  }
-
- private:
-  void need(size_t n) {
-    if (at_ + n > s_.size()) throw Error("sim: truncated result from the simulation process", ErrorKind::kInternal);
-  }
-  const std::string& s_;
-  size_t at_ = 0;
-};
-
-void encode(Writer& w, const SimResult& r) {
-  w.pod(r.iteration_time_s);
-  w.pod(r.oom);
-  w.pod(r.oom_report.rank);
-  w.pod(r.oom_report.time_s);
-  w.pod(r.oom_report.host);
-  w.str(r.oom_report.buffer);
-  w.pod(r.oom_report.requested_bytes);
-  w.pod(r.oom_report.in_use_bytes);
-  w.pod(r.oom_report.capacity_bytes);
-  w.pod(uint64_t(r.oom_report.live.size()));
-  for (const LiveBuffer& b : r.oom_report.live) {
-    w.str(b.name);
-    w.pod(b.role);
-    w.pod(b.bytes);
-  }
-  w.vec(r.ranks);
-  w.vec(r.tasks);
-  w.vec(r.memory);
-  for (double v : {r.tokens_per_s, r.model_tflops_per_gpu, r.hardware_tflops_per_gpu, r.mfu}) w.pod(v);
-  w.pod(r.peak_memory_bytes);
-  w.pod(r.slowest_rank);
-  for (uint64_t v : {r.flows, r.collectives, r.closed_form_collectives, r.calibrated_collectives, r.events}) w.pod(v);
-  w.pod(r.programs_generated);
-  w.pod(r.fold);
-  w.pod(r.fold_exact);
-}
-
-void decode(Reader& rd, SimResult& r) {
-  rd.pod(r.iteration_time_s);
-  rd.pod(r.oom);
-  rd.pod(r.oom_report.rank);
-  rd.pod(r.oom_report.time_s);
-  rd.pod(r.oom_report.host);
-  rd.str(r.oom_report.buffer);
-  rd.pod(r.oom_report.requested_bytes);
-  rd.pod(r.oom_report.in_use_bytes);
-  rd.pod(r.oom_report.capacity_bytes);
-  uint64_t n;
-  rd.pod(n);
-  r.oom_report.live.resize(n);
-  for (LiveBuffer& b : r.oom_report.live) {
-    rd.str(b.name);
-    rd.pod(b.role);
-    rd.pod(b.bytes);
-  }
-  rd.vec(r.ranks);
-  rd.vec(r.tasks);
-  rd.vec(r.memory);
-  for (double* v : {&r.tokens_per_s, &r.model_tflops_per_gpu, &r.hardware_tflops_per_gpu, &r.mfu}) rd.pod(*v);
-  rd.pod(r.peak_memory_bytes);
-  rd.pod(r.slowest_rank);
-  for (uint64_t* v : {&r.flows, &r.collectives, &r.closed_form_collectives, &r.calibrated_collectives, &r.events})
-    rd.pod(*v);
-  rd.pod(r.programs_generated);
-  rd.pod(r.fold);
-  rd.pod(r.fold_exact);
-}
-
-bool write_all(int fd, const char* p, size_t n) {
-  while (n) {
-    const ssize_t k = ::write(fd, p, n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    p += k, n -= size_t(k);
-  }
-  return true;
 }
 
 }  // namespace
@@ -214,70 +116,16 @@ SimResult simulate(const Schedule& schedule, const SimOptions& options) {
 namespace {
 
 SimResult simulate_isolated(const Schedule& schedule, const SimOptions& options) {
-  std::fflush(nullptr);  // or the child would write the parent's pending output a second time
-  int fds[2];
-  if (::pipe(fds) != 0) throw Error(std::string("sim: pipe: ") + std::strerror(errno), ErrorKind::kFault);
-  const pid_t pid = ::fork();
-  if (pid < 0) throw Error(std::string("sim: fork: ") + std::strerror(errno), ErrorKind::kFault);
-  if (pid == 0) {
-    // Child: simulate, send back status byte (0 result, 1 error) and payload, and leave without
-    // running the parent's atexit handlers or destructors (_exit is the only exit a fork child may take).
-    ::close(fds[0]);
-    // Keep freed memory in the heap: program generation allocates and frees many small vectors,
-    // and returning them to the kernel costs page faults when they are allocated again. The child
-    // is short-lived, so nothing else pays for the larger heap.
-    mallopt(M_MMAP_THRESHOLD, 1 << 30);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
-    Writer w;
-    try {
-      SimResult r = run_here(schedule, options);
-      w.pod(uint8_t(0));
-      encode(w, r);
-    } catch (const Error& e) {
-      w = Writer();
-      w.pod(uint8_t(1));
-      w.pod(int32_t(e.exit_code()));
-      w.str(e.what());
-    } catch (const std::exception& e) {
-      w = Writer();
-      w.pod(uint8_t(1));
-      w.pod(int32_t(1));
-      w.str(std::string("sim: internal error: ") + e.what());
-    }
-    const bool ok = write_all(fds[1], w.data().data(), w.data().size());
-    ::close(fds[1]);
-    ::_exit(ok ? 0 : 1);
-  }
-  ::close(fds[1]);
-  std::string data;
-  char buf[1 << 16];
-  while (true) {
-    const ssize_t k = ::read(fds[0], buf, sizeof buf);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;
-    data.append(buf, size_t(k));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (data.empty())
-    throw Error("sim: the simulation process died" +
-                    (WIFSIGNALED(status) ? " (signal " + std::to_string(WTERMSIG(status)) + ")" : std::string()),
-                ErrorKind::kInternal);
-  Reader rd(data);
-  uint8_t kind;
-  rd.pod(kind);
-  if (kind == 1) {
-    int32_t code;
-    std::string msg;
-    rd.pod(code);
-    rd.str(msg);
-    throw Error(msg, ErrorKind(code));
-  }
-  SimResult r;
-  decode(rd, r);
-  return r;
+  return decode_sim_result(forked_call(
+      [&] {
+        // Keep freed memory in the heap: program generation allocates and frees many small
+        // vectors, and returning them to the kernel costs page faults when they are allocated
+        // again. The child is short-lived, so nothing else pays for the larger heap.
+        mallopt(M_MMAP_THRESHOLD, 1 << 30);
+        mallopt(M_TRIM_THRESHOLD, 1 << 30);
+        return encode_sim_result(run_here(schedule, options));
+      },
+      "sim: the simulation process"));
 }
 
 }  // namespace

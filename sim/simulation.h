@@ -49,8 +49,12 @@ struct SimOptions {
   bool fold_tensor_parallel = true;
 
   // What to keep besides the summary.
-  bool record_tasks = false;   // every task's start and end (for --trace / --timeline)
-  bool record_memory = false;  // every Alloc/Free's effect on device and host memory
+  bool record_tasks = false;   // every task's start and end, per rank, in SimResult::tasks
+  bool record_memory = false;  // every Alloc/Free's effect on device and host memory, per rank
+  // Write the predicted trace here (tandem trace format, traces/trace_writer.h). The simulation's
+  // own process writes it rank by rank from the replay's recordings, folded units' timings kept
+  // once, so the trace never sits whole in memory nor travels back; not written on out of memory.
+  std::string trace_path;
 
   bool isolate = true;  // run in a forked child (see above); false runs in this process, once
 };

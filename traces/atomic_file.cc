@@ -63,15 +63,6 @@ int descriptor_alias(const std::string& path) {
   return -1;
 }
 
-void write_in_place(const std::string& path, std::string_view bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) fail(path, "cannot open", errno);
-  const int err = write_all(fd, bytes);
-  const int rc = ::close(fd);
-  if (err) fail(path, "write failed", err);
-  if (rc != 0) fail(path, "close failed", errno);
-}
-
 // Follows `path` through symbolic links, one after the other (relative targets against the
 // link's directory), to the first name that is not a link: an existing file or a name to create.
 std::string final_target(const std::string& path) {
@@ -104,8 +95,26 @@ std::string temp_name(const std::string& target) {
   return target + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
 }
 
-// A registered temporary name: unlinked and unregistered unless release()d after the rename.
-class TempName {
+void after_write(const char* temp_path) {
+  if (auto* hook = atomic_file_test_hooks().after_write) hook(temp_path);
+}
+
+// Opens an unnamed file in `dir` (O_TMPFILE). Returns -1 where the file system or the kernel
+// cannot make one, or /proc (needed to name it later) is missing: the caller then uses a named
+// temporary file.
+int open_unnamed(const fs::path& dir, const std::string& path) {
+  if (::access("/proc/self/fd", F_OK) != 0) return -1;
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+  if (fd >= 0) return fd;
+  if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) return -1;
+  fail(path, "cannot create a file in " + (dir.empty() ? std::string(".") : dir.string()), errno);
+}
+
+}  // namespace
+
+// A registered temporary name (SIGINT/SIGTERM remove it): unlinked and unregistered on
+// destruction unless release()d after the rename.
+class AtomicFile::TempName {
  public:
   explicit TempName(std::string name) : name_(std::move(name)), slot_(register_temp_file(name_.c_str())) {}
   ~TempName() {
@@ -123,89 +132,99 @@ class TempName {
   bool released_ = false;
 };
 
-void after_write(const char* temp_path) {
-  if (auto* hook = atomic_file_test_hooks().after_write) hook(temp_path);
-}
-
-// Renames the named temporary file over the target.
-void rename_into_place(TempName& tmp, const std::string& target, const std::string& path) {
-  after_write(tmp.name().c_str());
-  if (::rename(tmp.name().c_str(), target.c_str()) != 0) fail(path, "cannot rename " + tmp.name() + " to it", errno);
-  tmp.release();
-}
-
-// The O_TMPFILE way. Returns false, having named nothing, where the file system or the kernel
-// cannot make unnamed files or /proc is missing: the caller then writes a named temporary file.
-bool replace_with_unnamed_file(const std::string& target, const fs::path& dir, std::string_view bytes,
-                               const std::string& path) {
-  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) return false;
-    fail(path, "cannot create a file in " + (dir.empty() ? std::string(".") : dir.string()), errno);
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  if (const int err = write_all(fd, bytes)) fail(path, "write failed", err);
-  if (::fsync(fd) != 0) fail(path, "fsync failed", errno);
-  after_write(nullptr);
-  const std::string self = "/proc/self/fd/" + std::to_string(fd);
-  if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, target.c_str(), AT_SYMLINK_FOLLOW) == 0) return true;
-  if (errno != EEXIST) {
-    if (errno == ENOENT && ::access("/proc/self/fd", F_OK) != 0) return false;
-    fail(path, "cannot link the new file", errno);
-  }
-  TempName tmp(temp_name(target));
-  if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, tmp.name().c_str(), AT_SYMLINK_FOLLOW) != 0) {
-    tmp.release();  // nothing was created under that name
-    fail(path, "cannot link the new file as " + tmp.name(), errno);
-  }
-  rename_into_place(tmp, target, path);
-  return true;
-}
-
-void replace_with_named_file(const std::string& target, std::string_view bytes, const std::string& path) {
-  TempName tmp(temp_name(target));
-  const int fd = ::open(tmp.name().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == EEXIST) tmp.release();  // not ours
-    fail(path, "cannot create " + tmp.name(), err);
-  }
-  int err = write_all(fd, bytes);
-  const char* what = "write failed";
-  if (!err && ::fsync(fd) != 0) err = errno, what = "fsync failed";
-  if (::close(fd) != 0 && !err) err = errno, what = "close failed";
-  if (err) fail(path, what, err);
-  rename_into_place(tmp, target, path);
-}
-
-}  // namespace
-
-void write_file_atomic(const std::string& path, std::string_view bytes) {
-  if (path.empty()) throw Error("an empty output path: name the file to write");
-  if (const int fd = descriptor_alias(path); fd >= 0) {
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  if (path_.empty()) throw Error("an empty output path: name the file to write");
+  if (const int fd = descriptor_alias(path_); fd >= 0) {
     // Through the descriptor itself, after what the process wrote there (stdio flushed first).
     std::fflush(nullptr);
-    if (const int err = write_all(fd, bytes)) fail(path, "write failed", err);
+    mode_ = Mode::kDescriptor, fd_ = fd, own_fd_ = false;
     return;
   }
   struct stat st;
-  if (::stat(path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) throw Error("cannot write " + path + ": it is a directory");
-    if (!S_ISREG(st.st_mode)) return write_in_place(path, bytes);
+  if (::stat(path_.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) throw Error("cannot write " + path_ + ": it is a directory");
+    if (!S_ISREG(st.st_mode)) {  // a device, FIFO or socket: written in place, never replaced
+      fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+      if (fd_ < 0) fail("cannot open", errno);
+      mode_ = Mode::kInPlace;
+      return;
+    }
   }
-  const std::string target = final_target(path);
-  const fs::path dir = fs::path(target).parent_path();
+  target_ = final_target(path_);
+  const fs::path dir = fs::path(target_).parent_path();
   if (!dir.empty()) {
     std::error_code ec;
     fs::create_directories(dir, ec);
-    if (ec) fail(path, "cannot create directory " + dir.string(), ec.value());
+    if (ec) fail("cannot create directory " + dir.string(), ec.value());
   }
-  if (!atomic_file_test_hooks().use_o_tmpfile || !replace_with_unnamed_file(target, dir, bytes, path))
-    replace_with_named_file(target, bytes, path);
+  if (atomic_file_test_hooks().use_o_tmpfile && (fd_ = open_unnamed(dir, path_)) >= 0) {
+    mode_ = Mode::kUnnamed;
+    return;
+  }
+  mode_ = Mode::kNamed;
+  temp_ = std::make_unique<TempName>(temp_name(target_));
+  fd_ = ::open(temp_->name().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd_ < 0) {
+    const int err = errno;
+    if (err == EEXIST) temp_->release();  // not ours
+    fail("cannot create " + temp_->name(), err);
+  }
+}
+
+AtomicFile::~AtomicFile() {
+  if (own_fd_ && fd_ >= 0) ::close(fd_);
+  // temp_ (kNamed, not committed) unlinks its name; an unnamed file vanishes with its descriptor.
+}
+
+void AtomicFile::fail(const std::string& what, int err) const { tandem::fail(path_, what, err); }
+
+void AtomicFile::append(std::string_view bytes) {
+  if (committed_) throw Error("cannot write " + path_ + ": append after commit", ErrorKind::kInternal);
+  if (const int err = write_all(fd_, bytes)) fail("write failed", err);
+}
+
+void AtomicFile::commit() {
+  if (committed_) throw Error("cannot write " + path_ + ": committed twice", ErrorKind::kInternal);
+  committed_ = true;
+  if (mode_ == Mode::kDescriptor) return;
+  if (mode_ == Mode::kInPlace) {
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) fail("close failed", errno);
+    return;
+  }
+  if (::fsync(fd_) != 0) fail("fsync failed", errno);
+  const fs::path dir = fs::path(target_).parent_path();
+  if (mode_ == Mode::kUnnamed) {
+    after_write(nullptr);
+    const std::string self = "/proc/self/fd/" + std::to_string(fd_);
+    if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, target_.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+      if (errno != EEXIST) fail("cannot link the new file", errno);
+      // The target exists: name the file temporarily, then rename it over the target.
+      temp_ = std::make_unique<TempName>(temp_name(target_));
+      if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, temp_->name().c_str(), AT_SYMLINK_FOLLOW) != 0) {
+        const int err = errno;
+        temp_->release();  // nothing was created under that name
+        fail("cannot link the new file as " + temp_->name(), err);
+      }
+    }
+  } else {
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) fail("close failed", errno);
+  }
+  if (temp_) {
+    after_write(temp_->name().c_str());
+    if (::rename(temp_->name().c_str(), target_.c_str()) != 0) fail("cannot rename " + temp_->name() + " to it", errno);
+    temp_->release();
+  }
   sync_directory(dir);
+}
+
+void write_file_atomic(const std::string& path, std::string_view bytes) {
+  AtomicFile file(path);
+  file.append(bytes);
+  file.commit();
 }
 
 }  // namespace tandem

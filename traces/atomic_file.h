@@ -24,12 +24,41 @@
 // tandem::Error names the path and the system's reason. Missing parent directories are created.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 
 namespace tandem {
 
 void write_file_atomic(const std::string& path, std::string_view bytes);
+
+// The same, for content written piece by piece (a trace larger than memory): append() as often as
+// needed, then commit(). Destroyed without commit(), it leaves the destination as it was and
+// removes what it created. The rules above decide at construction how the bytes will travel.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);  // Error (bad input or fault) naming the path
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  void append(std::string_view bytes);
+  void commit();  // fsync, give the file its name (or rename over the target), sync the directory
+  const std::string& path() const { return path_; }
+
+ private:
+  enum class Mode { kDescriptor, kInPlace, kUnnamed, kNamed };
+  class TempName;
+  [[noreturn]] void fail(const std::string& what, int err) const;
+
+  std::string path_;    // as the user gave it (messages)
+  std::string target_;  // the name to replace: path_ after its symbolic links
+  Mode mode_ = Mode::kNamed;
+  int fd_ = -1;
+  bool own_fd_ = true;  // false for kDescriptor: the process's own descriptor stays open
+  bool committed_ = false;
+  std::unique_ptr<TempName> temp_;  // kNamed: the registered temporary name
+};
 
 // For tests only: force the named-temporary-file fallback, and observe the moment the bytes are
 // written and synced (temp_path: nullptr while the file is unnamed, else its temporary name).

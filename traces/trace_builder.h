@@ -13,15 +13,15 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "shared/schedule.h"
+#include "traces/trace_columns.h"
 #include "trace.pb.h"
 
 namespace tandem {
 
-inline constexpr const char* kTraceFormat = "tandem-trace-1";
+inline constexpr const char* kTraceFormat = "tandem-trace-2";  // 2: a checksum ends the file
 
 class TraceBuilder {
  public:
@@ -45,35 +45,19 @@ class TraceBuilder {
   proto::Trace finish();
 
  private:
-  struct TaskInfo {
-    int64_t bytes = 0;
-    double flops = 0;
-    uint32_t label = 0;
-    uint8_t stream = 0;
-  };
-  struct Event {
-    TaskId id;
-    double start_s, end_s;
-  };
-  struct Sample {
-    double time_s;
-    int64_t device_bytes, host_bytes;
-  };
   struct RankState {
     bool begun = false;
-    std::vector<TaskInfo> tasks;  // indexed by task id
-    std::vector<Event> events;
-    std::vector<Sample> memory;
+    std::vector<TraceTaskInfo> tasks;  // indexed by task id
+    std::vector<TraceEvent> events;
+    std::vector<TraceSample> memory;
   };
 
   RankState& state(int rank, const char* what);
-  uint32_t intern(std::string label);
 
   const Schedule* schedule_;
   std::string backend_, machine_;
   std::vector<std::unique_ptr<RankState>> ranks_;  // by rank; null until the rank is used
-  std::unordered_map<std::string, uint32_t> label_ids_;
-  std::vector<std::string> labels_;
+  TraceLabels labels_;
   bool finished_ = false;
 };
 

@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   std::string scenario_path, output;
   std::vector<std::string> sets, varies;
   int jobs = 0;
+  double max_memory_gib = 0;
   po::options_description opts("tandem sweep SCENARIO --vary key=v1,v2,... [options]");
   opts.add_options()
       ("help,h", "this help")
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
       ("output,o", po::value(&output), "write the HTML report to FILE (atomically)")
       ("json", "print the table of every point as one JSON object")
       ("jobs,j", po::value(&jobs), "simulations at a time (default: the number of hardware threads)")
+      ("max-memory", po::value(&max_memory_gib), "memory budget in GiB for the points running at once (default: half the RAM); a point estimated over its share (budget / jobs) is not simulated")
       ("scenario", po::value(&scenario_path), "scenario file");
   po::variables_map vm;
   if (auto stop = parse_scenario_command_line("tandem sweep", argc, argv, opts, vm)) return *stop;
@@ -68,6 +70,10 @@ int main(int argc, char** argv) {
     sweep::Progress progress(::isatty(STDERR_FILENO) != 0);
     sweep::RunOptions o;
     o.jobs = jobs;
+    if (vm.count("max-memory")) {
+      if (!(max_memory_gib > 0)) throw Error("--max-memory: expected a positive size in GiB");
+      o.limit.max_memory_bytes = static_cast<int64_t>(max_memory_gib * 1073741824.0);
+    }
     o.on_progress = [&](size_t done, size_t total) { progress.update(done, total); };
     const sweep::SweepTable table = sweep::run_sweep(scenario_path, sets, grid, o);
     progress.finish();

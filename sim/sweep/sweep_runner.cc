@@ -1,8 +1,6 @@
 #include "sim/sweep/sweep_runner.h"
 
 #include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -20,12 +18,14 @@
 #include "shared/error.h"
 #include "shared/scenario.h"
 #include "shared/schedule.h"
+#include "sim/forked_call.h"
+#include "sim/sim_memory_estimate.h"
+#include "sim/sweep/override_check.h"
+#include "sim_result.pb.h"
 
 namespace tandem::sweep {
 
 namespace {
-
-bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
 std::string gib(int64_t bytes) {
   char buf[48];
@@ -39,88 +39,44 @@ std::string oom_reason(const sim::OomReport& o) {
          (o.host ? " of host memory on its node" : " of HBM");
 }
 
-// The child's result on the wire: fixed-size fields as raw bytes (same machine, same binary).
-class Encoder {
- public:
-  template <class T>
-  void pod(const T& v) {
-    data_.append(reinterpret_cast<const char*>(&v), sizeof v);
-  }
-  void str(const std::string& s) {
-    pod(uint64_t(s.size()));
-    data_ += s;
-  }
-  const std::string& data() const { return data_; }
-
- private:
-  std::string data_;
-};
-
-class Decoder {
- public:
-  explicit Decoder(const std::string& d) : d_(d) {}
-  template <class T>
-  void pod(T& v) {
-    need(sizeof v);
-    std::memcpy(&v, d_.data() + at_, sizeof v);
-    at_ += sizeof v;
-  }
-  void str(std::string& s) {
-    uint64_t n = 0;
-    pod(n);
-    need(n);
-    s.assign(d_, at_, n);
-    at_ += n;
-  }
-
- private:
-  void need(size_t n) {
-    if (at_ + n > d_.size()) throw Error("sweep: truncated result from a point's process", ErrorKind::kInternal);
-  }
-  const std::string& d_;
-  size_t at_ = 0;
-};
-
 std::string encode(const PointResult& r) {
-  Encoder e;
-  e.pod(uint8_t(r.status));
-  e.str(r.reason);
-  e.str(r.scenario_name);
-  for (int v : {r.gpus, r.dp, r.tp, r.pp, r.sp}) e.pod(int32_t(v));
-  for (double v : {r.iteration_time_s, r.tokens_per_s, r.model_tflops_per_gpu, r.hardware_tflops_per_gpu, r.mfu})
-    e.pod(v);
-  e.pod(r.peak_memory_bytes);
-  return e.data();
+  proto::SweepPoint p;
+  p.set_status(uint32_t(r.status));
+  p.set_reason(r.reason);
+  p.set_scenario_name(r.scenario_name);
+  p.set_gpus(r.gpus);
+  p.set_dp(r.dp);
+  p.set_tp(r.tp);
+  p.set_pp(r.pp);
+  p.set_sp(r.sp);
+  p.set_iteration_time_s(r.iteration_time_s);
+  p.set_tokens_per_s(r.tokens_per_s);
+  p.set_model_tflops_per_gpu(r.model_tflops_per_gpu);
+  p.set_hardware_tflops_per_gpu(r.hardware_tflops_per_gpu);
+  p.set_mfu(r.mfu);
+  p.set_peak_memory_bytes(r.peak_memory_bytes);
+  return p.SerializeAsString();
 }
 
-PointResult decode(const std::string& data) {
-  Decoder d(data);
+PointResult decode(const std::string& bytes) {
+  proto::SweepPoint p;
+  if (!p.ParseFromString(bytes)) throw Error("sweep: corrupt result from a point's process", ErrorKind::kInternal);
   PointResult r;
-  uint8_t status = 0;
-  d.pod(status);
-  r.status = PointStatus(status);
-  d.str(r.reason);
-  d.str(r.scenario_name);
-  for (int* v : {&r.gpus, &r.dp, &r.tp, &r.pp, &r.sp}) {
-    int32_t x = 0;
-    d.pod(x);
-    *v = x;
-  }
-  for (double* v : {&r.iteration_time_s, &r.tokens_per_s, &r.model_tflops_per_gpu, &r.hardware_tflops_per_gpu, &r.mfu})
-    d.pod(*v);
-  d.pod(r.peak_memory_bytes);
+  r.status = PointStatus(p.status());
+  r.reason = p.reason();
+  r.scenario_name = p.scenario_name();
+  r.gpus = p.gpus();
+  r.dp = p.dp();
+  r.tp = p.tp();
+  r.pp = p.pp();
+  r.sp = p.sp();
+  r.iteration_time_s = p.iteration_time_s();
+  r.tokens_per_s = p.tokens_per_s();
+  r.model_tflops_per_gpu = p.model_tflops_per_gpu();
+  r.hardware_tflops_per_gpu = p.hardware_tflops_per_gpu();
+  r.mfu = p.mfu();
+  r.peak_memory_bytes = p.peak_memory_bytes();
   return r;
-}
-
-bool write_all(int fd, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t k = ::write(fd, data.data() + done, data.size() - done);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    done += size_t(k);
-  }
-  return true;
 }
 
 class SilentErrors : public google::protobuf::io::ErrorCollector {
@@ -129,30 +85,30 @@ class SilentErrors : public google::protobuf::io::ErrorCollector {
 };
 
 struct Running {
-  pid_t pid = -1;
-  int fd = -1;
+  sim::ForkedCall call;
   size_t index = 0;
-  std::string data;
 };
 
+// The point's result, or the failure of its process as the result.
 PointResult finish(Running& run) {
-  int status = 0;
-  while (::waitpid(run.pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  PointResult r;
-  if (run.data.empty()) {
-    r.status = PointStatus::kError;
-    r.reason = "sweep: the point's process died" +
-               (WIFSIGNALED(status) ? " (signal " + std::to_string(WTERMSIG(status)) + ")" : std::string());
-    return r;
-  }
   try {
-    return decode(run.data);
+    return decode(run.call.result());
   } catch (const Error& e) {
+    PointResult r;
     r.status = PointStatus::kError;
     r.reason = e.what();
     return r;
   }
+}
+
+// The loader's message for one assignment alone (it names the assignment: "--set k=v: rule").
+std::string loader_message(const std::string& scenario_path, const std::string& assignment) {
+  try {
+    load_scenario(scenario_path, {assignment});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace
@@ -175,38 +131,33 @@ void check_flags(const std::string& scenario_path, const std::vector<std::string
   for (const VaryAxis& a : grid.axes())
     if (set_keys.count(a.key))
       throw Error("--vary " + a.key + "=...: " + a.key + " is also given with --set; vary it or set it, not both");
-  // Every assignment is applied by the loader's own field check; only errors about the flag itself
-  // ("--set key=value: unknown field ...", "... takes an int32, not ...") stop the sweep.
-  auto try_load = [&](const std::vector<std::string>& overrides) -> std::string {
-    try {
-      load_scenario(scenario_path, overrides);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
-  };
-  const std::string set_message = try_load(sets);
+  // Only assignments wrong in themselves (an unknown or unsettable field, a value not of the
+  // field's type: override_problem) stop the sweep, with the loader's message about them; the
+  // loader's rules on the whole scenario make invalid points instead.
   for (const std::string& s : sets)
-    if (starts_with(set_message, "--set " + s + ":")) throw Error(set_message);
+    if (override_problem(parsed, s) != OverrideProblem::kNone) {
+      const std::string message = loader_message(scenario_path, s);
+      throw Error(message.empty() ? "--set " + s + ": not applicable to " + scenario_path : message);
+    }
   for (const VaryAxis& a : grid.axes()) {
     std::string list;
     for (const std::string& v : a.values) list += (list.empty() ? "" : ",") + v;
     for (const std::string& v : a.values) {
-      std::vector<std::string> overrides = sets;
-      overrides.push_back(a.key + "=" + v);
-      const std::string message = try_load(overrides);
-      const std::string prefix = "--set " + a.key + "=" + v + ":";
-      if (!starts_with(message, prefix)) continue;
-      // The loader quotes a value it rejects; a message without it is about the key.
-      const std::string rest = message.substr(prefix.size());
-      const bool about_value = rest.find("\"" + v + "\"") != std::string::npos;
-      throw Error("--vary " + a.key + "=" + list + ":" + (about_value ? " value " + v + ":" : "") + rest);
+      const std::string assignment = a.key + "=" + v;
+      const OverrideProblem problem = override_problem(parsed, assignment);
+      if (problem == OverrideProblem::kNone) continue;
+      // The loader's rule, without its "--set key=value:" lead, under the --vary flag.
+      const std::string lead = "--set " + assignment + ":";
+      std::string rule = loader_message(scenario_path, assignment);
+      if (rule.compare(0, lead.size(), lead) == 0) rule.erase(0, lead.size());
+      throw Error("--vary " + a.key + "=" + list + ":" + (problem == OverrideProblem::kValue ? " value " + v + ":" : "") +
+                  rule);
     }
   }
 }
 
 PointResult evaluate_point(const std::string& scenario_path, const std::vector<std::string>& overrides,
-                           const sim::SimOptions& options) {
+                           const sim::SimOptions& options, const ResourceLimit& limit) {
   PointResult r;
   try {
     Scenario sc = load_scenario(scenario_path, overrides);
@@ -217,6 +168,8 @@ PointResult evaluate_point(const std::string& scenario_path, const std::vector<s
     r.pp = sc.strategy.pp;
     r.sp = sc.strategy.sp;
     Schedule schedule(std::move(sc));
+    const sim::MemoryEstimate need = sim::estimate_memory(schedule, options, false);
+    check_memory_estimate(need.bytes, "the point", need.how, limit);
     const sim::SimResult s = sim::simulate(schedule, options);
     if (s.oom) {
       r.status = PointStatus::kOom;
@@ -245,6 +198,8 @@ SweepTable run_sweep(const std::string& scenario_path, const std::vector<std::st
   const size_t total = grid.size();
   size_t jobs = options.jobs > 0 ? size_t(options.jobs) : std::max(1u, std::thread::hardware_concurrency());
   jobs = std::min(jobs, total);
+  ResourceLimit point_limit = options.limit;
+  point_limit.max_memory_bytes /= int64_t(std::max<size_t>(jobs, 1));
   std::vector<PointResult> results(total);
   std::vector<Running> running;
   size_t next = 0, done = 0;
@@ -256,24 +211,14 @@ SweepTable run_sweep(const std::string& scenario_path, const std::vector<std::st
     while (running.size() < jobs && next < total) {
       std::vector<std::string> overrides = sets;
       for (const std::string& a : grid.assignments(next)) overrides.push_back(a);
-      std::fflush(nullptr);  // or the child would write the parent's pending output again
-      int fds[2];
-      if (::pipe(fds) != 0) throw Error(std::string("sweep: pipe: ") + std::strerror(errno), ErrorKind::kFault);
-      const pid_t pid = ::fork();
-      if (pid < 0) throw Error(std::string("sweep: fork: ") + std::strerror(errno), ErrorKind::kFault);
-      if (pid == 0) {
-        ::close(fds[0]);
-        for (const Running& r : running) ::close(r.fd);
-        const bool ok = write_all(fds[1], encode(evaluate_point(scenario_path, overrides, options.sim)));
-        ::close(fds[1]);
-        ::_exit(ok ? 0 : 1);
-      }
-      ::close(fds[1]);
-      running.push_back({pid, fds[0], next, {}});
+      running.push_back(
+          {sim::ForkedCall([&] { return encode(evaluate_point(scenario_path, overrides, options.sim, point_limit)); },
+                           "sweep: the point's process"),
+           next});
       ++next;
     }
     std::vector<pollfd> fds;
-    for (const Running& r : running) fds.push_back({r.fd, POLLIN, 0});
+    for (const Running& r : running) fds.push_back({r.call.fd(), POLLIN, 0});
     const int n = ::poll(fds.data(), fds.size(), 500);
     if (n < 0 && errno != EINTR) throw Error(std::string("sweep: poll: ") + std::strerror(errno), ErrorKind::kFault);
     if (n <= 0) {
@@ -282,16 +227,8 @@ SweepTable run_sweep(const std::string& scenario_path, const std::vector<std::st
     }
     for (size_t i = running.size(); i-- > 0;) {
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      Running& r = running[i];
-      char buf[1 << 14];
-      const ssize_t k = ::read(r.fd, buf, sizeof buf);
-      if (k < 0 && errno == EINTR) continue;
-      if (k > 0) {
-        r.data.append(buf, size_t(k));
-        continue;
-      }
-      ::close(r.fd);
-      results[r.index] = finish(r);
+      if (!running[i].call.read_some()) continue;
+      results[running[i].index] = finish(running[i]);
       running.erase(running.begin() + std::ptrdiff_t(i));
       ++done;
       progress();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "shared/resource_limit.h"
 #include "sim/simulation.h"
 #include "sim/sweep/sweep_grid.h"
 #include "sim/sweep/sweep_table.h"
@@ -23,12 +24,17 @@ namespace tandem::sweep {
 // divide the GPUs...) are not checked here: such points are kept, invalid, with the reason.
 void check_flags(const std::string& scenario_path, const std::vector<std::string>& sets, const SweepGrid& grid);
 
-// One point, in this process (simulate() itself forks). Never throws: failures are the result.
+// One point, in this process (simulate() itself forks). Never throws: failures are the result. A
+// point whose memory estimate (sim/sim_memory_estimate.h) is over `limit` is not simulated: it is
+// invalid, the reason naming the estimate and the flag that raises the limit.
 PointResult evaluate_point(const std::string& scenario_path, const std::vector<std::string>& overrides,
-                           const sim::SimOptions& options);
+                           const sim::SimOptions& options, const ResourceLimit& limit = {});
 
 struct RunOptions {
   int jobs = 0;  // worker processes; 0: std::thread::hardware_concurrency()
+  // The whole sweep's memory budget (--max-memory), shared by the points running at once: each
+  // point gets limit / jobs.
+  ResourceLimit limit;
   sim::SimOptions sim;
   // Called after each point completes and about twice a second meanwhile: points done, total.
   std::function<void(size_t done, size_t total)> on_progress;

@@ -34,6 +34,16 @@ t1=$(grep -o '"iteration_time_s": [0-9.e+-]*' "$tmp/t1.out"); t2=$(grep -o '"ite
 t3=$(grep -o '"iteration_time_s": [0-9.e+-]*' "$tmp/t3.out")
 [ "$t1" = "$t2" ] || { echo "scenario-forced tree ($t1) differs from --algorithm tree ($t2)"; exit 1; }
 [ "$t1" != "$t3" ] || { echo "tree and ring gave the same time ($t1): the case does not tell them apart"; exit 1; }
+# The memory estimate refuses before anything runs, naming the flag that raises the limit: GPT-3
+# 175B on 1024 GPUs holds 16 classes of about 180,000 tasks, at 350 B a task alone about 1 GB.
+rc=0
+"$bin" "$src/scenarios/gpt3-175b-a100.textproto" --max-memory 0.5 > /dev/null 2> "$tmp/mem.err" || rc=$?
+[ "$rc" -eq 2 ] || { echo "expected exit 2 over --max-memory, got $rc"; exit 1; }
+grep -q "raise it with --max-memory GIB" "$tmp/mem.err" || { cat "$tmp/mem.err"; exit 1; }
+# A timeline without --trace: made from a temporary trace, which is gone afterwards.
+"$bin" "$src/scenarios/tiny-gpt.textproto" --timeline "$tmp/tl/t.json" > /dev/null
+grep -q '"traceEvents"' "$tmp/tl/t.json"
+[ "$(ls "$tmp/tl")" = "t.json" ] || { echo "left behind: $(ls "$tmp/tl")"; exit 1; }
 rc=0
 "$bin" "$src/scenarios/tiny-gpt.textproto" --granularity bogus > /dev/null 2>&1 || rc=$?
 [ "$rc" -eq 2 ] || { echo "expected exit 2 on a bad flag, got $rc"; exit 1; }

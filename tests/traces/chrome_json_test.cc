@@ -90,7 +90,7 @@ TEST(TraceChromeJson, ParsesWithProcessPerRankAndEventPerTask) {
 
 TEST(TraceChromeJson, EmptyTraceIsValid) {
   proto::Trace t;
-  t.set_format("tandem-trace-1");
+  t.set_format("tandem-trace-2");
   const Json root = JsonParser::parse(chrome_json(t));
   EXPECT_TRUE(root.at("traceEvents").array.empty());
 }

@@ -66,7 +66,7 @@ TEST(TraceIo, RoundTripsEveryField) {
   EXPECT_TRUE(d.Compare(t, back)) << diff;
 
   // Field by field, for the fields reports rely on.
-  EXPECT_EQ(back.format(), "tandem-trace-1");
+  EXPECT_EQ(back.format(), "tandem-trace-2");
   EXPECT_EQ(back.backend(), "cuda");
   EXPECT_EQ(back.machine(), t.machine());
   EXPECT_EQ(back.created_unix_s(), 1.7e9);
@@ -79,7 +79,7 @@ TEST(TraceIo, RoundTripsEveryField) {
 
 // write_trace copies the header fields one by one: a field added to Trace must be added there.
 TEST(TraceIo, WriterKnowsEveryTraceField) {
-  EXPECT_EQ(proto::Trace::descriptor()->field_count(), 10)
+  EXPECT_EQ(proto::Trace::descriptor()->field_count(), 11)  // with the trailer: event_count, checksum
       << "a field was added to Trace: copy it in write_trace's header, then update this count";
 }
 
@@ -149,9 +149,9 @@ TEST(TraceIo, RejectsForeignFiles) {
   EXPECT_CONTAINS(read_error(dir.file("other.trace")), "not a tandem trace");
 
   proto::Trace v2 = sample_trace();
-  v2.set_format("tandem-trace-2");
+  v2.set_format("tandem-trace-3");
   spit(dir.file("v2.trace"), v2.SerializeAsString());
-  EXPECT_CONTAINS(read_error(dir.file("v2.trace")), "format tandem-trace-2, but this build reads tandem-trace-1");
+  EXPECT_CONTAINS(read_error(dir.file("v2.trace")), "format tandem-trace-3, but this build reads tandem-trace-2");
 }
 
 // Traces written by something other than write_trace (SerializeAsString), broken on purpose.

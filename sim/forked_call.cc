@@ -1,0 +1,146 @@
+#include "sim/forked_call.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "forked_reply.pb.h"
+#include "shared/error.h"
+
+namespace tandem::sim {
+namespace {
+
+bool write_all(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t k = ::write(fd, data.data() + done, data.size() - done);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    done += size_t(k);
+  }
+  return true;
+}
+
+[[noreturn]] void run_child(const std::function<std::string()>& fn, int fd, pid_t parent) {
+  // Die with the parent; if it is already gone (it died before prctl), leave now.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(1);
+  proto::ForkedReply reply;
+  try {
+    reply.set_value(fn());
+  } catch (const Error& e) {
+    reply.mutable_error()->set_kind(int32_t(e.kind()));
+    reply.mutable_error()->set_message(e.what());
+  } catch (const std::exception& e) {
+    reply.mutable_error()->set_kind(int32_t(ErrorKind::kInternal));
+    reply.mutable_error()->set_message(std::string("internal error: ") + e.what());
+  }
+  std::string bytes;
+  const bool ok = reply.SerializeToString(&bytes) && write_all(fd, bytes);
+  ::close(fd);
+  ::_exit(ok ? 0 : 1);
+}
+
+}  // namespace
+
+ForkedCall::ForkedCall(const std::function<std::string()>& fn, std::string what) : what_(std::move(what)) {
+  std::fflush(nullptr);  // or the child would write the parent's pending output a second time
+  int fds[2];
+  if (::pipe(fds) != 0) throw Error(what_ + ": pipe: " + std::strerror(errno), ErrorKind::kFault);
+  const pid_t parent = ::getpid();
+  pid_ = ::fork();
+  if (pid_ < 0) {
+    const int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw Error(what_ + ": fork: " + std::strerror(err), ErrorKind::kFault);
+  }
+  if (pid_ == 0) {
+    ::close(fds[0]);
+    run_child(fn, fds[1], parent);
+  }
+  ::close(fds[1]);
+  fd_ = fds[0];
+}
+
+ForkedCall::ForkedCall(ForkedCall&& other) noexcept
+    : pid_(other.pid_), fd_(other.fd_), what_(std::move(other.what_)), data_(std::move(other.data_)) {
+  other.pid_ = -1;
+  other.fd_ = -1;
+}
+
+ForkedCall& ForkedCall::operator=(ForkedCall&& other) noexcept {
+  if (this == &other) return *this;
+  end();
+  pid_ = other.pid_;
+  fd_ = other.fd_;
+  what_ = std::move(other.what_);
+  data_ = std::move(other.data_);
+  other.pid_ = -1;
+  other.fd_ = -1;
+  return *this;
+}
+
+ForkedCall::~ForkedCall() { end(); }
+
+void ForkedCall::end() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  pid_ = -1;
+}
+
+bool ForkedCall::read_some() {
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t k = ::read(fd_, buf, sizeof buf);
+    if (k < 0 && errno == EINTR) continue;
+    if (k > 0) {
+      data_.append(buf, size_t(k));
+      return false;
+    }
+    return true;  // end of file, or an error: either way the child's answer is complete or lost
+  }
+}
+
+std::string ForkedCall::result() {
+  ::close(fd_);
+  fd_ = -1;
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+  if (data_.empty())
+    throw Error(what_ + " died" +
+                    (WIFSIGNALED(status) ? " (signal " + std::to_string(WTERMSIG(status)) + ")" : std::string()),
+                ErrorKind::kInternal);
+  proto::ForkedReply reply;
+  if (!reply.ParseFromString(data_) || reply.outcome_case() == proto::ForkedReply::OUTCOME_NOT_SET)
+    throw Error(what_ + ": truncated or corrupt answer (" + std::to_string(data_.size()) + " bytes)",
+                ErrorKind::kInternal);
+  data_.clear();
+  if (reply.has_error()) {
+    const int kind = reply.error().kind();
+    const bool known = kind >= int(ErrorKind::kInternal) && kind <= int(ErrorKind::kFault);
+    throw Error(reply.error().message(), known ? ErrorKind(kind) : ErrorKind::kInternal);
+  }
+  return std::move(*reply.mutable_value());
+}
+
+std::string forked_call(const std::function<std::string()>& fn, const std::string& what) {
+  ForkedCall call(fn, what);
+  while (!call.read_some()) {
+  }
+  return call.result();
+}
+
+}  // namespace tandem::sim
