@@ -21,7 +21,7 @@
 
 namespace tandem {
 
-inline constexpr const char* kTraceFormat = "tandem-trace-1";
+inline constexpr const char* kTraceFormat = "tandem-trace-2";
 
 class TraceBuilder {
  public:

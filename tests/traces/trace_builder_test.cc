@@ -32,7 +32,7 @@ TEST(TraceBuilder, FillsEveryFieldOfEveryEvent) {
   b.memory(0, 0.0, 48 * kMiB, 0);
   proto::Trace t = b.finish();
 
-  EXPECT_EQ(t.format(), "tandem-trace-1");
+  EXPECT_EQ(t.format(), "tandem-trace-2");
   EXPECT_EQ(t.scenario_name(), "trace-test");
   EXPECT_EQ(t.scenario_digest(), scenario_digest(s.scenario()));
   EXPECT_EQ(t.backend(), "sim");
