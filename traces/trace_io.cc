@@ -201,6 +201,11 @@ std::string hex(uint64_t v) {
   return buf;
 }
 
+std::string checksum_mismatch(uint64_t stored, uint64_t computed) {
+  return "checksum mismatch (the file says " + hex(stored) + ", its bytes hash to " + hex(computed) +
+         "): the file was damaged or altered after it was written";
+}
+
 // Reads the format marker that starts a trace; Error when it is missing or names another format.
 void read_marker(CodedInputStream& in, uint32_t tag, const std::string& what, proto::Trace& trace) {
   uint32_t size = 0;
@@ -341,7 +346,7 @@ std::string checksum_mismatch_of(const InputFile& file) {
     at += n;
   }
   if (hash.value() == stored) return "";
-  return "checksum mismatch (the file says " + hex(stored) + ", its bytes hash to " + hex(hash.value()) + ")";
+  return checksum_mismatch(stored, hash.value());
 }
 
 }  // namespace
@@ -357,15 +362,13 @@ proto::Trace read_trace(const std::string& path) {
     // A damaged file usually breaks the parse before its end: name the damage, not its symptom.
     const std::string mismatch = checksum_mismatch_of(file);
     if (!mismatch.empty())
-      throw Error(what + ": " + mismatch + ": the file was damaged or altered after it was written (reading it: " +
-                  e.what() + ")");
+      throw Error(what + ": " + mismatch + " (reading it: " + e.what() + ")");
     throw;
   }
   if (!p.has_checksum)
     throw Error(what + ": no checksum after the event count: written by an older tandem or cut short");
   if (p.stored_checksum != p.computed_checksum)
-    throw Error(what + ": checksum mismatch (the file says " + hex(p.stored_checksum) + ", its bytes hash to " +
-                hex(p.computed_checksum) + "): the file was damaged or altered after it was written");
+    throw Error(what + ": " + checksum_mismatch(p.stored_checksum, p.computed_checksum));
   check_trace(p.trace, what);
   return std::move(p.trace);
 }
