@@ -3,14 +3,14 @@
 namespace tandem {
 
 void HashingInputStream::settle() {
-  if (pending_size_ > 0) hash_.update(pending_, size_t(pending_size_));
+  if (pending_size_ > 0) hash_ = fnv1a64({static_cast<const char*>(pending_), size_t(pending_size_)}, hash_);
   pending_ = nullptr;
   pending_size_ = 0;
 }
 
 uint64_t HashingInputStream::digest() {
   settle();
-  return hash_.value();
+  return hash_;
 }
 
 bool HashingInputStream::Next(const void** data, int* size) {

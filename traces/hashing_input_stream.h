@@ -2,6 +2,8 @@
 // as they pass: the trace reader checks a file's checksum without reading the file twice.
 #pragma once
 
+#include <cstdint>
+
 #include <google/protobuf/io/zero_copy_stream.h>
 
 #include "traces/fnv1a.h"
@@ -25,7 +27,7 @@ class HashingInputStream : public google::protobuf::io::ZeroCopyInputStream {
   void settle();  // hashes the last buffer handed out, now consumed whole
 
   google::protobuf::io::ZeroCopyInputStream* in_;
-  Fnv1a64 hash_;
+  uint64_t hash_ = kFnvOffsetBasis;
   const void* pending_ = nullptr;  // the last buffer Next handed out, not hashed yet
   int pending_size_ = 0;
 };

@@ -337,16 +337,16 @@ std::string checksum_mismatch_of(const InputFile& file) {
   if (trailer[0] != kChecksumTag[0] || trailer[1] != kChecksumTag[1]) return "";
   uint64_t stored = 0;
   for (int i = 9; i >= 2; --i) stored = stored << 8 | trailer[i];
-  Fnv1a64 hash;
+  uint64_t hash = kFnvOffsetBasis;
   std::vector<char> buffer(size_t(std::min<int64_t>(file.size(), 1 << 20)));
   for (int64_t at = 0, end = file.size() - kTrailer; at < end;) {
     const ssize_t n = ::pread(file.fd(), buffer.data(), size_t(std::min<int64_t>(end - at, int64_t(buffer.size()))), at);
     if (n <= 0) return "";
-    hash.update(buffer.data(), size_t(n));
+    hash = fnv1a64({buffer.data(), size_t(n)}, hash);
     at += n;
   }
-  if (hash.value() == stored) return "";
-  return checksum_mismatch(stored, hash.value());
+  if (hash == stored) return "";
+  return checksum_mismatch(stored, hash);
 }
 
 }  // namespace
