@@ -14,40 +14,44 @@ namespace tandem {
 
 namespace {
 
-// Closes the descriptor on every path out of read_input_file.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 std::string mib(int64_t bytes) { return std::to_string((bytes + (int64_t(1) << 20) - 1) >> 20) + " MiB"; }
+
+std::string head_of(const std::string& path, const char* what) {
+  return (path.empty() ? std::string("\"\"") : path) + ": cannot read " + what + ": ";
+}
 
 }  // namespace
 
-std::string read_input_file(const std::string& path, const char* what, int64_t max_bytes) {
-  const std::string head = (path.empty() ? std::string("\"\"") : path) + ": cannot read " + what + ": ";
+InputFile::InputFile(const std::string& path, const char* what, int64_t max_bytes) {
+  const std::string head = head_of(path, what);
   if (path.empty()) throw Error(head + "the path is empty");
   // O_NONBLOCK: opening a FIFO with no writer must not hang; a regular file ignores the flag.
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (fd.get() < 0) throw Error(head + std::strerror(errno));
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd_ < 0) throw Error(head + std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) throw Error(head + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) throw Error(head + "it is a directory");
-  if (!S_ISREG(st.st_mode)) throw Error(head + "not a regular file (a device, FIFO or socket)");
-  if (st.st_size > max_bytes)
-    throw Error(head + "it holds " + std::to_string(int64_t(st.st_size)) + " bytes, more than the " + mib(max_bytes) +
-                " a " + what + " may have");
+  std::string problem;
+  if (::fstat(fd_, &st) != 0) problem = std::strerror(errno);
+  else if (S_ISDIR(st.st_mode)) problem = "it is a directory";
+  else if (!S_ISREG(st.st_mode)) problem = "not a regular file (a device, FIFO or socket)";
+  else if (st.st_size > max_bytes)
+    problem = "it holds " + std::to_string(int64_t(st.st_size)) + " bytes, more than the " + mib(max_bytes) + " a " +
+              what + " may have";
+  if (!problem.empty()) {
+    ::close(fd_);
+    throw Error(head + problem);
+  }
+  size_ = int64_t(st.st_size);
+}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string read_input_file(const std::string& path, const char* what, int64_t max_bytes) {
+  const std::string head = head_of(path, what);
+  const InputFile file(path, what, max_bytes);
   std::string bytes;
-  bytes.resize(size_t(st.st_size));
+  bytes.resize(size_t(file.size()));
   size_t at = 0;
   for (;;) {
     if (at == bytes.size()) {
@@ -55,7 +59,7 @@ std::string read_input_file(const std::string& path, const char* what, int64_t m
       if (int64_t(bytes.size()) >= max_bytes + 1) break;
       bytes.resize(std::min<size_t>(size_t(max_bytes) + 1, std::max<size_t>(bytes.size() * 2, 4096)));
     }
-    const ssize_t n = ::read(fd.get(), bytes.data() + at, bytes.size() - at);
+    const ssize_t n = ::read(file.fd(), bytes.data() + at, bytes.size() - at);
     if (n < 0) {
       if (errno == EINTR) continue;
       throw Error(head + std::strerror(errno));

@@ -18,4 +18,21 @@ inline constexpr int64_t kMaxTraceBytes = int64_t(64) << 30;        // measured 
 // `what` names the role in messages ("scenario", "cluster preset", "calibration profile").
 std::string read_input_file(const std::string& path, const char* what, int64_t max_bytes);
 
+// The same checks on an opened file, for readers that stream it rather than read it whole
+// (traces): a regular file of at most `max_bytes` at the time of opening. The descriptor reads
+// from offset 0 and is closed with the object.
+class InputFile {
+ public:
+  InputFile(const std::string& path, const char* what, int64_t max_bytes);
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  int fd() const { return fd_; }
+  int64_t size() const { return size_; }  // as fstat said when the file was opened
+
+ private:
+  int fd_ = -1;
+  int64_t size_ = 0;
+};
+
 }  // namespace tandem

@@ -1,11 +1,12 @@
 #include "sim/compute_cost_model.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include "shared/error.h"
+#include "shared/input_file.h"
 #include "traces/calibration/calibration_profile.h"
 
 namespace tandem::sim {
@@ -24,13 +25,22 @@ bool dtype_from_name(const std::string& s, DType* t) {
   return false;
 }
 
+// A number that is the whole of `s` ("12abc" and "" are refused).
+template <class T>
+bool parse_whole(const std::string& s, T* out) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
+}
+
 }  // namespace
 
 CalibrationTable CalibrationTable::load(const std::string& path) {
-  // A profile written by `tandem calibrate` (protobuf), or a hand-written TSV table.
-  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".pb") == 0) {
-    CalibrationTable t;
-    const proto::CalibrationProfile profile = read_calibration(path);
+  // A profile written by `tandem calibrate` (protobuf), or a hand-written text table; which one is
+  // told from the bytes, and anything else is refused (traces/calibration/calibration_profile.h).
+  const std::string bytes = read_input_file(path, "calibration file", kMaxProfileBytes);
+  CalibrationTable t;
+  if (calibration_file_kind(bytes, path) == CalibrationFileKind::kProfile) {
+    const proto::CalibrationProfile profile = parse_calibration(bytes, path);
     for (const proto::KernelTime& k : profile.kernels()) {
       std::array<int64_t, 6> dims{};
       for (int i = 0; i < 6; ++i) dims[i] = k.dims(i);
@@ -41,13 +51,12 @@ CalibrationTable CalibrationTable::load(const std::string& path) {
                        int(c.group_size()), c.bytes(), c.median_s());
     return t;
   }
-  std::ifstream in(path);
-  if (!in) throw Error(path + ": cannot open calibration table");
-  CalibrationTable t;
+  std::istringstream in(bytes);
   std::string line;
   int no = 0;
   while (std::getline(in, line)) {
     ++no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // a table saved with CRLF line ends
     if (line.empty() || line[0] == '#') continue;
     std::istringstream ls(line);
     std::string kname, dname, dims_s, time_s;
@@ -65,22 +74,18 @@ CalibrationTable CalibrationTable::load(const std::string& path) {
     std::array<int64_t, 6> dims{};
     std::istringstream ds(dims_s);
     std::string v;
-    for (int i = 0; i < 6 && std::getline(ds, v, ','); ++i) {
-      try {
-        dims[i] = std::stoll(v);
-      } catch (...) {
-        throw bad("bad dimension '" + v + "'");
-      }
+    for (int i = 0; std::getline(ds, v, ','); ++i) {
+      if (i == 6) throw bad("more than 6 dimensions");
+      if (!parse_whole(v, &dims[size_t(i)]) || dims[size_t(i)] < 0) throw bad("bad dimension '" + v + "'");
     }
     double us;
-    try {
-      us = std::stod(time_s);
-    } catch (...) {
-      throw bad("bad time '" + time_s + "'");
-    }
-    if (!(us >= 0)) throw bad("negative time");
+    if (!parse_whole(time_s, &us)) throw bad("bad time '" + time_s + "'");
+    if (!std::isfinite(us) || us < 0) throw bad("time " + time_s + " is not a finite time >= 0");
     t.add(k, d, Compute{k, d, Phase::kForward, 0, -1, -1, dims, {}, {}}.shape_dims(), us * 1e-6);
   }
+  if (t.size() == 0)
+    throw Error(path + ": a calibration table with no entry (only comments or blank lines); expected "
+                "kernel<TAB>dtype<TAB>d0,d1,...<TAB>time_us lines");
   return t;
 }
 

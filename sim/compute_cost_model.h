@@ -34,7 +34,11 @@ struct KernelEfficiency {
 // Measured kernel times: "kernel<TAB>dtype<TAB>d0,d1,d2,d3,d4,d5<TAB>time_us" lines ('#' comments).
 class CalibrationTable {
  public:
-  static CalibrationTable load(const std::string& path);  // throws Error on a bad line
+  // A profile from `tandem calibrate` or a text table, told apart by content. Error (bad input)
+  // naming the path, and the line for a table, for anything that would not calibrate: not a
+  // regular file or over kMaxProfileBytes (shared/input_file.h), empty, a table with no entry, a
+  // bad line, a trace or other file given as a profile (traces/calibration/calibration_profile.h).
+  static CalibrationTable load(const std::string& path);
   void add(Kernel k, DType t, const std::array<int64_t, 6>& dims, double time_s);
   // The measured time, or a negative value when the table does not cover the task.
   double find(const Compute& c) const;

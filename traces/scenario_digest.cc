@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "traces/fnv1a.h"
+
 namespace tandem {
 namespace {
 
@@ -123,13 +125,8 @@ std::string scenario_canonical_text(const Scenario& s) {
 }
 
 std::string scenario_digest(const Scenario& scenario) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis and prime
-  for (unsigned char c : scenario_canonical_text(scenario)) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a64(scenario_canonical_text(scenario))));
   return buf;
 }
 

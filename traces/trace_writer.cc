@@ -35,14 +35,6 @@ proto::Trace header_of(const proto::Trace& t) {
 
 }  // namespace
 
-uint64_t fnv1a64(std::string_view bytes, uint64_t hash) {
-  for (const char c : bytes) {
-    hash ^= uint8_t(c);
-    hash *= kFnvPrime;
-  }
-  return hash;
-}
-
 TraceWriter::TraceWriter(const std::string& path, const proto::Trace& header)
     : file_(path), shell_(header_of(header)) {
   if (header.ranks_size() > 0)

@@ -23,13 +23,9 @@
 
 #include "traces/atomic_file.h"
 #include "trace.pb.h"
+#include "traces/fnv1a.h"
 
 namespace tandem {
-
-// FNV-1a 64-bit over `bytes`, continuing from `hash` (start with kFnvOffsetBasis).
-inline constexpr uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ull;
-inline constexpr uint64_t kFnvPrime = 0x100000001b3ull;
-uint64_t fnv1a64(std::string_view bytes, uint64_t hash = kFnvOffsetBasis);
 
 class TraceWriter {
  public:

@@ -202,6 +202,56 @@ TEST(Compare, RefusesABrokenTrace) {
   EXPECT_THROW(compare_traces(a, serial_trace(s, 1.0)), Error);
 }
 
+// The message of the Error compare_traces throws ("" if it throws none).
+std::string compare_error(const proto::Trace& a, const proto::Trace& b) {
+  CompareOptions names;
+  names.name_a = "a.trace";
+  names.name_b = "b.trace";
+  try {
+    compare_traces(a, b, names);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    return e.what();
+  }
+  return "";
+}
+
+// A is the prediction, B the reference: a measured A against a predicted B is refused with the
+// call the other way round; two traces of one kind (strategy against strategy) are compared.
+TEST(Compare, RefusesRolesSwapped) {
+  Schedule s = testing::sample_schedule();
+  proto::Trace predicted = serial_trace(s, 1.0), measured = serial_trace(s, 1.1);
+  measured.set_backend("host");
+  const std::string err = compare_error(measured, predicted);
+  EXPECT_NE(err.find("A (a.trace) is measured (backend host) and B (b.trace) is predicted (backend sim)"),
+            std::string::npos) << err;
+  EXPECT_NE(err.find("call `tandem compare b.trace a.trace`"), std::string::npos) << err;
+  measured.set_backend("cuda");
+  EXPECT_NE(compare_error(measured, predicted).find("roles are swapped"), std::string::npos);
+
+  EXPECT_EQ(compare_error(predicted, measured), "");
+  EXPECT_EQ(compare_error(measured, measured), "");
+  EXPECT_EQ(compare_error(predicted, predicted), "");
+}
+
+// A trace without rank records, or with rank records but no event, has nothing to compare: the
+// report would say -100 %.
+TEST(Compare, RefusesATraceWithNothingToCompare) {
+  Schedule s = testing::sample_schedule();
+  const proto::Trace full = serial_trace(s, 1.0);
+  proto::Trace empty = full;
+  empty.clear_ranks();
+  empty.set_event_count(0);
+  EXPECT_NE(compare_error(full, empty).find("trace b.trace holds no rank records: nothing to compare"),
+            std::string::npos);
+  EXPECT_NE(compare_error(empty, full).find("trace a.trace holds no rank records"), std::string::npos);
+  proto::Trace no_events = full;
+  for (proto::Rank& r : *no_events.mutable_ranks()) r.mutable_events()->Clear();
+  no_events.set_event_count(0);
+  EXPECT_NE(compare_error(full, no_events).find("trace b.trace holds 2 rank records but no event"),
+            std::string::npos);
+}
+
 TEST(Compare, JsonHoldsTheSameNumbers) {
   Schedule s = testing::sample_schedule();
   const Comparison c = compare_traces(serial_trace(s, 1.0), serial_trace(s, 1.1));

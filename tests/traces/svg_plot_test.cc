@@ -52,7 +52,9 @@ TEST(SvgPlot, TimelineDrawsSeparateSpans) {
   spec.t1 = 3;
   spec.palette = {"#111", "#222"};
   spec.legend = {"", ""};
-  Lane lane{"compute", {{0, 0.5, 0, "one"}, {1, 1.5, 1, "two"}, {2, 2.5, 0, "three"}}, false};
+  const std::vector<std::string> names = {"one", "two", "three"};
+  Lane lane{"compute", {{0, 0.5, 0, 0}, {1, 1.5, 1, 1}, {2, 2.5, 0, 2}}, false,
+            [&](int64_t item) { return names.at(size_t(item)); }};
   const std::string svg = timeline(spec, {lane});
   EXPECT_EQ(html_balance_problem(svg), "");
   EXPECT_EQ(count_of(svg, "<rect"), 3u);
@@ -69,7 +71,7 @@ TEST(SvgPlot, TimelineMergesToItsBound) {
   spec.max_rects = 300;
   std::vector<Lane> lanes(2);
   for (int l = 0; l < 2; ++l)
-    for (int i = 0; i < 50000; ++i) lanes[size_t(l)].spans.push_back({2.0 * i, 2.0 * i + 1.5, i % 2, "s"});
+    for (int i = 0; i < 50000; ++i) lanes[size_t(l)].spans.push_back({2.0 * i, 2.0 * i + 1.5, i % 2, i});
   const std::string svg = timeline(spec, lanes);
   EXPECT_EQ(html_balance_problem(svg), "");
   EXPECT_LE(count_of(svg, "<rect"), 300u);

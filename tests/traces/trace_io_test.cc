@@ -3,12 +3,16 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
-#include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <random>
-#include <sstream>
 
 #include "shared/error.h"
+#include "shared/input_file.h"
+#include "traces/fnv1a.h"
 #include "traces/trace_builder.h"
+#include "trace_file_util.h"
 #include "trace_test_util.h"
 
 namespace tandem {
@@ -30,17 +34,9 @@ proto::Trace sample_trace() {
   return t;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void spit(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-}
+using testing::slurp;
+using testing::spit;
+using testing::with_checksum;
 
 // The message of the Error read_trace throws ("" if it throws none).
 std::string read_error(const std::string& path) {
@@ -79,21 +75,25 @@ TEST(TraceIo, RoundTripsEveryField) {
 
 // write_trace copies the header fields one by one: a field added to Trace must be added there.
 TEST(TraceIo, WriterKnowsEveryTraceField) {
-  EXPECT_EQ(proto::Trace::descriptor()->field_count(), 11)  // with the trailer: event_count, checksum
+  EXPECT_EQ(proto::Trace::descriptor()->field_count(), 11)
       << "a field was added to Trace: copy it in write_trace's header, then update this count";
 }
 
-// The file is the standard encoding of a Trace: any protobuf library reads it, and tandem reads
-// what any protobuf library writes.
+// The file is the standard encoding of a Trace followed by its checksum: any protobuf library
+// reads it, and tandem reads what any protobuf library writes once the checksum is appended.
 TEST(TraceIo, FileIsPlainProtobuf) {
   testing::TempDir dir;
   const proto::Trace t = sample_trace();
   write_trace(t, dir.file("run.trace"));
+  const std::string bytes = slurp(dir.file("run.trace"));
+  ASSERT_GT(bytes.size(), 10u);
   proto::Trace parsed;
-  ASSERT_TRUE(parsed.ParseFromString(slurp(dir.file("run.trace"))));
+  ASSERT_TRUE(parsed.ParseFromString(bytes.substr(0, bytes.size() - 10)));
   EXPECT_TRUE(MessageDifferencer::Equals(t, parsed));
+  // The last 10 bytes: the checksum field as trace_io.h defines it, computed independently.
+  EXPECT_EQ(bytes, with_checksum(bytes.substr(0, bytes.size() - 10)));
 
-  spit(dir.file("plain.trace"), t.SerializeAsString());
+  spit(dir.file("plain.trace"), with_checksum(t.SerializeAsString()));
   EXPECT_TRUE(MessageDifferencer::Equals(t, read_trace(dir.file("plain.trace"))));
 }
 
@@ -102,7 +102,28 @@ TEST(TraceIo, RejectsMissingFile) {
   const std::string err = read_error(dir.file("nope.trace"));
   EXPECT_CONTAINS(err, dir.file("nope.trace"));
   EXPECT_CONTAINS(err, "No such file");
-  EXPECT_CONTAINS(read_error(dir.path().string()), "not a regular file");
+  EXPECT_CONTAINS(read_error(dir.path().string()), "it is a directory");
+}
+
+// Paths that are not regular files are refused before a byte is read: /dev/zero would never
+// end, and opening a FIFO that has no writer would wait for one forever.
+TEST(TraceIo, RejectsWhatIsNotARegularFile) {
+  testing::TempDir dir;
+  EXPECT_CONTAINS(read_error("/dev/zero"), "/dev/zero: cannot read trace: not a regular file");
+  ASSERT_EQ(::mkfifo(dir.file("fifo.trace").c_str(), 0600), 0);
+  EXPECT_CONTAINS(read_error(dir.file("fifo.trace")), "not a regular file");
+}
+
+// A file larger than kMaxTraceBytes (64 GiB) is refused by its size, without reading it (a sparse
+// file of 64 GiB + 1 byte takes no disk).
+TEST(TraceIo, RejectsAFileOverTheSizeLimit) {
+  testing::TempDir dir;
+  const std::string path = dir.file("huge.trace");
+  spit(path, "");
+  ASSERT_EQ(::truncate(path.c_str(), kMaxTraceBytes + 1), 0);
+  const std::string err = read_error(path);
+  EXPECT_CONTAINS(err, path);
+  EXPECT_CONTAINS(err, "68719476737 bytes, more than the 65536 MiB a trace may have");
 }
 
 TEST(TraceIo, RejectsTruncatedFile) {
@@ -148,17 +169,91 @@ TEST(TraceIo, RejectsForeignFiles) {
   spit(dir.file("other.trace"), other.SerializeAsString());
   EXPECT_CONTAINS(read_error(dir.file("other.trace")), "not a tandem trace");
 
-  proto::Trace v2 = sample_trace();
-  v2.set_format("tandem-trace-3");
-  spit(dir.file("v2.trace"), v2.SerializeAsString());
-  EXPECT_CONTAINS(read_error(dir.file("v2.trace")), "format tandem-trace-3, but this build reads tandem-trace-2");
+  proto::Trace v3 = sample_trace();
+  v3.set_format("tandem-trace-3");
+  spit(dir.file("v3.trace"), with_checksum(v3.SerializeAsString()));
+  EXPECT_CONTAINS(read_error(dir.file("v3.trace")), "format tandem-trace-3, but this build reads tandem-trace-2");
 }
 
-// Traces written by something other than write_trace (SerializeAsString), broken on purpose.
+// Format 1 (before the checksum) is refused with a message saying what to do.
+TEST(TraceIo, RejectsTheFormatBeforeChecksums) {
+  testing::TempDir dir;
+  proto::Trace v1 = sample_trace();
+  v1.set_format("tandem-trace-1");
+  spit(dir.file("v1.trace"), v1.SerializeAsString());
+  const std::string err = read_error(dir.file("v1.trace"));
+  EXPECT_CONTAINS(err, dir.file("v1.trace"));
+  EXPECT_CONTAINS(err, "format tandem-trace-1, written by an older tandem");
+  EXPECT_CONTAINS(err, "this build reads tandem-trace-2: write the trace again");
+}
+
+// A flipped bit in any byte before the checksum's tag, or in the checksum itself, is caught and
+// named a checksum mismatch, whether or not the damaged file still parses (the lowest bit of even
+// bytes, the highest of odd ones: varint continuation bits and string contents alike).
+TEST(TraceIo, RejectsEveryDamagedByte) {
+  testing::TempDir dir;
+  write_trace(sample_trace(), dir.file("run.trace"));
+  const std::string bytes = slurp(dir.file("run.trace"));
+  const std::string path = dir.file("flip.trace");
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const int mask = i % 2 ? 0x80 : 0x01;
+    std::string damaged = bytes;
+    damaged[i] = char(damaged[i] ^ mask);
+    spit(path, damaged);
+    const std::string err = read_error(path);
+    if (i + 10 == bytes.size() || i + 9 == bytes.size()) {  // the checksum's tag itself
+      EXPECT_NE(err, "") << "byte " << i << " ^ " << mask << " accepted";
+      continue;
+    }
+    EXPECT_CONTAINS(err, path + ": checksum mismatch") << "byte " << i << " ^ " << mask;
+  }
+}
+
+TEST(TraceIo, RejectsAFileWithoutItsChecksum) {
+  testing::TempDir dir;
+  write_trace(sample_trace(), dir.file("run.trace"));
+  const std::string bytes = slurp(dir.file("run.trace"));
+  spit(dir.file("old.trace"), bytes.substr(0, bytes.size() - 10));
+  const std::string err = read_error(dir.file("old.trace"));
+  EXPECT_CONTAINS(err, dir.file("old.trace"));
+  EXPECT_CONTAINS(err, "no checksum after the event count: written by an older tandem or cut short");
+
+  spit(dir.file("more.trace"), bytes + with_checksum(""));  // a second checksum after the first
+  EXPECT_CONTAINS(read_error(dir.file("more.trace")), "data after the checksum");
+}
+
+// Text is bounded: 4096 bytes a label (or name) is read, 4097 refused, with the path and the
+// label's index, before the label is read (a 10 MB label is never allocated).
+TEST(TraceIo, RejectsALabelOverTheLimit) {
+  testing::TempDir dir;
+  proto::Trace t = sample_trace();
+  t.set_labels(3, std::string(kMaxTraceTextBytes, 'x'));
+  spit(dir.file("max.trace"), with_checksum(t.SerializeAsString()));
+  EXPECT_EQ(read_trace(dir.file("max.trace")).labels(3).size(), 4096u);
+
+  t.set_labels(3, std::string(kMaxTraceTextBytes + 1, 'x'));
+  spit(dir.file("long.trace"), with_checksum(t.SerializeAsString()));
+  std::string err = read_error(dir.file("long.trace"));
+  EXPECT_CONTAINS(err, dir.file("long.trace"));
+  EXPECT_CONTAINS(err, "label 3 is 4097 bytes long, more than the 4096 bytes a text of a trace may have");
+  EXPECT_THROW(write_trace(t, dir.file("written.trace")), Error);
+
+  t.set_labels(3, std::string(10 << 20, 'x'));
+  spit(dir.file("huge.trace"), with_checksum(t.SerializeAsString()));
+  EXPECT_CONTAINS(read_error(dir.file("huge.trace")), "label 3 is 10485760 bytes long");
+
+  t = sample_trace();
+  t.set_machine(std::string(kMaxTraceTextBytes + 1, 'm'));
+  spit(dir.file("machine.trace"), with_checksum(t.SerializeAsString()));
+  EXPECT_CONTAINS(read_error(dir.file("machine.trace")), "field machine is 4097 bytes long");
+}
+
+// Traces written by something other than write_trace (SerializeAsString), broken on purpose, with
+// a checksum that matches.
 TEST(TraceIo, RejectsInconsistentTraces) {
   testing::TempDir dir;
   auto error_of = [&](const proto::Trace& t) {
-    spit(dir.file("bad.trace"), t.SerializeAsString());
+    spit(dir.file("bad.trace"), with_checksum(t.SerializeAsString()));
     return read_error(dir.file("bad.trace"));
   };
   {
@@ -201,7 +296,8 @@ TEST(TraceIo, RejectsInconsistentTraces) {
   {
     proto::Trace t = sample_trace();
     t.clear_event_count();  // as if the file ended before its trailer
-    EXPECT_CONTAINS(error_of(t), "cut short");
+    spit(dir.file("cut.trace"), t.SerializeAsString());
+    EXPECT_CONTAINS(read_error(dir.file("cut.trace")), "cut short");
   }
   {
     proto::Trace t = sample_trace();

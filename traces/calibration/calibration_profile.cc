@@ -1,15 +1,18 @@
 #include "traces/calibration/calibration_profile.h"
 
 #include <algorithm>
-#include <fstream>
+#include <climits>
+#include <cmath>
+#include <cstdint>
 #include <map>
-#include <sstream>
 #include <tuple>
 
 #include "shared/error.h"
+#include "shared/input_file.h"
 #include "traces/atomic_file.h"
 #include "traces/scenario_digest.h"
 #include "traces/task_label.h"
+#include "traces/trace_io.h"
 
 namespace tandem {
 namespace {
@@ -21,13 +24,37 @@ double median(std::vector<double> v) {
 }
 
 using KernelKey = std::tuple<int, int, std::array<int64_t, 6>>;
+
+// The number of values of DType and CollectiveOp (their last enumerators + 1).
+constexpr uint32_t kDTypeValues = uint32_t(DType::kUint8) + 1;
+constexpr uint32_t kCollectiveOpValues = uint32_t(CollectiveOp::kReduce) + 1;
+
+// The string of field 1 when `bytes` start like a tandem protobuf file (tag 0x0a, a one-byte
+// length, printable text beginning "tandem-"); "" otherwise (a text table, say).
+std::string format_marker(std::string_view bytes) {
+  if (bytes.size() < 2 || bytes[0] != 0x0a) return "";
+  const size_t size = static_cast<unsigned char>(bytes[1]);
+  if (size >= 0x80 || bytes.size() < 2 + size) return "";
+  const std::string_view marker = bytes.substr(2, size);
+  if (marker.substr(0, 7) != "tandem-") return "";
+  for (char c : marker)
+    if (c < 0x20 || c >= 0x7f) return "";
+  return std::string(marker);
+}
 using CollectiveKey = std::tuple<int, int, int, int64_t>;
 
 }  // namespace
 
-proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace& trace) {
+proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace& trace,
+                                           const std::string& trace_name) {
+  if (trace_kind(trace) == TraceKind::kPredicted)
+    throw Error("calibrate: " + trace_name + " is " + describe_kind(trace) +
+                ", written by tandem sim: calibration needs a measured trace (tandem run --trace)");
+  if (event_total(trace) == 0)
+    throw Error("calibrate: " + trace_name + " holds no event (" + std::to_string(trace.ranks_size()) +
+                " rank records): nothing to calibrate");
   if (trace.scenario_digest() != scenario_digest(s.scenario()))
-    throw Error("calibrate: the trace was measured on another scenario (digest " + trace.scenario_digest() +
+    throw Error("calibrate: " + trace_name + " was measured on another scenario (digest " + trace.scenario_digest() +
                 ", this scenario " + scenario_digest(s.scenario()) + ")");
   std::map<KernelKey, std::vector<double>> kernels;
   std::map<KernelKey, std::string> kernel_labels;
@@ -35,7 +62,7 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
   std::map<CollectiveKey, std::string> collective_labels;
   for (const proto::Rank& r : trace.ranks()) {
     if (r.rank() < 0 || r.rank() >= s.world_size())
-      throw Error("calibrate: the trace has rank " + std::to_string(r.rank()) + ", the schedule " +
+      throw Error("calibrate: " + trace_name + " has rank " + std::to_string(r.rank()) + ", the schedule " +
                   std::to_string(s.world_size()) + " ranks");
     const Program p = s.program(r.rank());
     const proto::Events& e = r.events();
@@ -58,6 +85,8 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
       }
     }
   }
+  if (kernels.empty() && collectives.empty())
+    throw Error("calibrate: " + trace_name + " holds no kernel and no collective: nothing to calibrate");
   proto::CalibrationProfile prof;
   prof.set_format(kCalibrationFormat);
   prof.set_backend(trace.backend());
@@ -91,19 +120,66 @@ void write_calibration(const proto::CalibrationProfile& profile, const std::stri
   write_file_atomic(path, bytes);
 }
 
-proto::CalibrationProfile read_calibration(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("calibration profile " + path + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
+CalibrationFileKind calibration_file_kind(std::string_view bytes, const std::string& path) {
+  const std::string head = "calibration file " + path + ": ";
+  if (bytes.empty())
+    throw Error(head + "empty file (expected a profile from `tandem calibrate TRACE SCENARIO -o PROFILE`, or a "
+                "table of kernel<TAB>dtype<TAB>d0,d1,...<TAB>time_us lines)");
+  const std::string marker = format_marker(bytes);
+  if (marker == kCalibrationFormat) return CalibrationFileKind::kProfile;
+  if (marker.rfind("tandem-trace-", 0) == 0)
+    throw Error(head + "a tandem trace (" + marker + "), not a calibration profile: make a profile from it with " +
+                "`tandem calibrate TRACE SCENARIO -o PROFILE`");
+  if (marker.rfind("tandem-calibration-", 0) == 0)
+    throw Error(head + "format " + marker + ", but this build reads " + kCalibrationFormat +
+                ": write the profile again with `tandem calibrate`");
+  if (!marker.empty() || bytes.find('\0') != std::string_view::npos ||
+      (path.size() > 3 && path.compare(path.size() - 3, 3, ".pb") == 0))
+    throw Error(head + "not a tandem calibration profile (no " + kCalibrationFormat +
+                " format marker; write one with `tandem calibrate`)" +
+                (marker.empty() ? std::string() : ": format marker '" + marker + "'"));
+  return CalibrationFileKind::kTable;
+}
+
+proto::CalibrationProfile parse_calibration(const std::string& bytes, const std::string& path) {
+  const std::string head = "calibration profile " + path + ": ";
   proto::CalibrationProfile prof;
-  if (!prof.ParseFromString(ss.str()) || prof.format() != kCalibrationFormat)
+  if (!prof.ParseFromString(bytes) || prof.format() != kCalibrationFormat)
+    throw Error(head + "not a tandem calibration profile (expected format " + kCalibrationFormat +
+                "; write one with `tandem calibrate`)");
+  if (prof.kernels_size() == 0 && prof.collectives_size() == 0)
+    throw Error(head + "holds no kernel or collective time: it would calibrate nothing");
+  auto bad_time = [](double t) { return !std::isfinite(t) || t < 0; };
+  for (int i = 0; i < prof.kernels_size(); ++i) {
+    const proto::KernelTime& k = prof.kernels(i);
+    const std::string at = head + "kernel entry " + std::to_string(i) + " (\"" + k.label() + "\"): ";
+    if (k.kernel() >= uint32_t(kKernelCount)) throw Error(at + "kernel " + std::to_string(k.kernel()) + " out of range");
+    if (k.dtype() >= kDTypeValues) throw Error(at + "dtype " + std::to_string(k.dtype()) + " out of range");
+    if (k.dims_size() != 6) throw Error(at + std::to_string(k.dims_size()) + " dims, expected 6");
+    for (int64_t d : k.dims())
+      if (d < 0) throw Error(at + "dimension " + std::to_string(d) + " < 0");
+    if (bad_time(k.median_s())) throw Error(at + "median_s " + std::to_string(k.median_s()) + " is not a time");
+  }
+  for (int i = 0; i < prof.collectives_size(); ++i) {
+    const proto::CollectiveTime& c = prof.collectives(i);
+    const std::string at = head + "collective entry " + std::to_string(i) + " (\"" + c.label() + "\"): ";
+    if (c.op() >= kCollectiveOpValues) throw Error(at + "op " + std::to_string(c.op()) + " out of range");
+    if (c.group_kind() >= uint32_t(kGroupKindCount))
+      throw Error(at + "group kind " + std::to_string(c.group_kind()) + " out of range");
+    if (c.group_size() < 1 || c.group_size() > uint32_t(INT32_MAX))
+      throw Error(at + "group size " + std::to_string(c.group_size()) + " out of range");
+    if (c.bytes() < 0) throw Error(at + "bytes " + std::to_string(c.bytes()) + " < 0");
+    if (bad_time(c.median_s())) throw Error(at + "median_s " + std::to_string(c.median_s()) + " is not a time");
+  }
+  return prof;
+}
+
+proto::CalibrationProfile read_calibration(const std::string& path) {
+  const std::string bytes = read_input_file(path, "calibration profile", kMaxProfileBytes);
+  if (calibration_file_kind(bytes, path) != CalibrationFileKind::kProfile)
     throw Error("calibration profile " + path + ": not a tandem calibration profile (expected format " +
                 kCalibrationFormat + "; write one with `tandem calibrate`)");
-  for (const proto::KernelTime& k : prof.kernels())
-    if (k.dims_size() != 6 || !(k.median_s() >= 0))
-      throw Error("calibration profile " + path + ": bad kernel entry \"" + k.label() + "\"");
-  return prof;
+  return parse_calibration(bytes, path);
 }
 
 }  // namespace tandem

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "calibration.pb.h"
 #include "shared/schedule.h"
@@ -13,11 +14,27 @@ namespace tandem {
 
 inline constexpr const char* kCalibrationFormat = "tandem-calibration-1";
 
-// Throws Error when the trace was not measured on this schedule (digest, world size, task ids).
-proto::CalibrationProfile make_calibration(const Schedule& schedule, const proto::Trace& trace);
+// Throws Error (bad input) naming `trace_name` when the trace is predicted (backend sim: a
+// simulator calibrated on its own output learns nothing), holds no event, was not measured on
+// this schedule (digest, world size, task ids), or holds no kernel or collective to time.
+proto::CalibrationProfile make_calibration(const Schedule& schedule, const proto::Trace& trace,
+                                           const std::string& trace_name = "the trace");
 
-// Binary protobuf, written atomically; the reader rejects a foreign or truncated file.
+// Binary protobuf, written atomically.
 void write_calibration(const proto::CalibrationProfile& profile, const std::string& path);
+
+// What a calibration file holds, told from its bytes: a profile (protobuf, kCalibrationFormat)
+// or a text table (sim/compute_cost_model.h). Error (bad input) naming the path for anything
+// else: an empty file, a tandem trace or a profile of another format, other binary data, or a
+// file named *.pb that is not a profile.
+enum class CalibrationFileKind { kProfile, kTable };
+CalibrationFileKind calibration_file_kind(std::string_view bytes, const std::string& path);
+
+// The profile in `bytes`; Error naming the path when it is not a profile of this format, holds no
+// entry (it would calibrate nothing), or an entry is out of range (kernel, dtype, op, group kind,
+// six dims >= 0, group size >= 1, bytes >= 0, median time finite and >= 0).
+proto::CalibrationProfile parse_calibration(const std::string& bytes, const std::string& path);
+// parse_calibration of the file, read through read_input_file (regular file, kMaxProfileBytes).
 proto::CalibrationProfile read_calibration(const std::string& path);
 
 }  // namespace tandem

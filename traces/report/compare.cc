@@ -98,7 +98,7 @@ TraceInfo info(const proto::Trace& t, const std::string& name) {
   i.machine = t.machine();
   i.world_size = t.world_size();
   i.ranks = t.ranks_size();
-  for (const proto::Rank& r : t.ranks()) i.events += uint64_t(r.events().task_id_size());
+  i.events = event_total(t);
   return i;
 }
 
@@ -122,6 +122,13 @@ void sort_by_contribution(std::vector<LabelComparison>& v) {
   });
 }
 
+// A time in A and in B and the error between them, as three keys of the current object.
+void json_pair(JsonWriter& j, const char* a_key, const char* b_key, const char* error_key, const TimePair& p) {
+  j.key(a_key).number(p.a_s);
+  j.key(b_key).number(p.b_s);
+  j.key(error_key).number(p.error());
+}
+
 void json_info(JsonWriter& j, const TraceInfo& i) {
   j.begin_object();
   j.key("name").string(i.name);
@@ -140,9 +147,7 @@ void json_streams(JsonWriter& j, const std::vector<StreamTimes>& streams) {
   for (const StreamTimes& s : streams) {
     j.begin_object();
     j.key("stream").string(to_string(static_cast<Stream>(s.stream)));
-    j.key("busy_a_s").number(s.busy.a_s);
-    j.key("busy_b_s").number(s.busy.b_s);
-    j.key("error").number(s.busy.error());
+    json_pair(j, "busy_a_s", "busy_b_s", "error", s.busy);
     j.key("events_a").integer(s.events_a);
     j.key("events_b").integer(s.events_b);
     j.end_object();
@@ -157,15 +162,30 @@ void json_labels(JsonWriter& j, const std::vector<LabelComparison>& labels, bool
     if (with_label) j.key("label").string(l.label);
     j.key("kind").string(l.kind);
     j.key("count").integer(l.count);
-    j.key("total_a_s").number(l.total.a_s);
-    j.key("total_b_s").number(l.total.b_s);
-    j.key("total_error").number(l.total.error());
+    json_pair(j, "total_a_s", "total_b_s", "total_error", l.total);
     j.key("median_error").number(l.median_error);
     j.key("worst_error").number(l.worst_error);
     j.key("contribution_s").number(l.contribution_s);
     j.end_object();
   }
   j.end_array();
+}
+
+// Error when a trace has nothing to compare, or when A is measured and B predicted: the roles are
+// swapped (two traces of one kind, strategy against strategy, are fine).
+void check_roles(const proto::Trace& a, const proto::Trace& b, const CompareOptions& options) {
+  for (const auto& [t, name] : {std::pair{&a, &options.name_a}, std::pair{&b, &options.name_b}}) {
+    if (t->ranks_size() == 0)
+      throw Error("tandem compare: trace " + *name + " holds no rank records: nothing to compare (a run that " +
+                  "recorded no rank, or a trace cut to its header)");
+    if (event_total(*t) == 0)
+      throw Error("tandem compare: trace " + *name + " holds " + std::to_string(t->ranks_size()) +
+                  " rank records but no event: nothing to compare");
+  }
+  if (trace_kind(a) == TraceKind::kMeasured && trace_kind(b) == TraceKind::kPredicted)
+    throw Error("tandem compare: A (" + options.name_a + ") is " + describe_kind(a) + " and B (" + options.name_b +
+                ") is " + describe_kind(b) + ": the roles are swapped. A is the prediction and B the reference " +
+                "(error = (A - B) / B): call `tandem compare " + options.name_b + " " + options.name_a + "`");
 }
 
 }  // namespace
@@ -210,6 +230,7 @@ std::string format_seconds(double s) {
 Comparison compare_traces(const proto::Trace& a, const proto::Trace& b, const CompareOptions& options) {
   check_trace(a, "trace " + options.name_a);
   check_trace(b, "trace " + options.name_b);
+  check_roles(a, b, options);
   Comparison c;
   c.a = info(a, options.name_a);
   c.b = info(b, options.name_b);
@@ -356,9 +377,7 @@ std::string comparison_json(const Comparison& c) {
   json_info(j, c.b);
   j.key("same_scenario").boolean(c.same_scenario);
   j.key("headline").begin_object();
-  j.key("iteration_a_s").number(c.iteration.a_s);
-  j.key("iteration_b_s").number(c.iteration.b_s);
-  j.key("error").number(c.iteration.error());
+  json_pair(j, "iteration_a_s", "iteration_b_s", "error", c.iteration);
   j.key("ranks_compared").integer(c.ranks_compared);
   j.key("matched_events").integer(c.matched);
   j.key("only_in_a").integer(c.only_a);
@@ -375,9 +394,7 @@ std::string comparison_json(const Comparison& c) {
     j.key("rank").integer(r.rank);
     j.key("in_a").boolean(r.in_a);
     j.key("in_b").boolean(r.in_b);
-    j.key("iteration_a_s").number(r.iteration.a_s);
-    j.key("iteration_b_s").number(r.iteration.b_s);
-    j.key("error").number(r.iteration.error());
+    json_pair(j, "iteration_a_s", "iteration_b_s", "error", r.iteration);
     j.key("peak_device_a_bytes").integer(r.peak_device_a_bytes);
     j.key("peak_device_b_bytes").integer(r.peak_device_b_bytes);
     j.key("streams");

@@ -96,7 +96,11 @@ struct Comparison {
   int peak_memory_rank = -1;              // largest peak device bytes in B (A if B has no memory)
 };
 
-// Error (exit code 2) naming both digests when the traces ran different scenarios and
+// Error (exit code 2) when a trace breaks a rule of check_trace (traces/trace_io.h); when a trace
+// holds no rank record or no event (there is nothing to compare: the report would say -100 %);
+// when A is measured (backend host or cuda) and B predicted (sim), the roles swapped: the message
+// says to call it the other way round (two measured or two predicted traces are compared, strategy
+// against strategy); naming both digests when the traces ran different scenarios and
 // options.allow_different_scenarios is false.
 Comparison compare_traces(const proto::Trace& a, const proto::Trace& b, const CompareOptions& options = {});
 

@@ -95,26 +95,33 @@ std::string timeline_section(const Comparison& c, const proto::Trace& a, const p
     }
   }
   if (!std::isfinite(t0)) return "<p class=\"note\">No events.</p>\n";
-  auto spans = [](const proto::Trace& t, const proto::Rank* r, int stream) {
-    std::vector<svg::Span> out;
+  // A span per event, its colour from its label's kind (computed once a label, not once an event);
+  // its tooltip text is made only for the rectangles drawn.
+  auto lane = [](const std::string& name, const proto::Trace& t, const proto::Rank* r, int stream, bool first) {
+    svg::Lane out{name, {}, first, {}};
     if (!r) return out;
     const proto::Events& e = r->events();
+    std::vector<int> colors(size_t(t.labels_size()), -1);
     for (int i = 0; i < e.task_id_size(); ++i) {
       if (int(e.stream(i)) != stream) continue;
-      const std::string& label = t.labels(int(e.label(i)));
-      out.push_back({e.start_s(i), e.end_s(i), color_class(label_kind(label)),
-                     label + " — " + format_seconds(e.end_s(i) - e.start_s(i)) + " (task " +
-                         std::to_string(e.task_id(i)) + ")"});
+      int& color = colors[e.label(i)];
+      if (color < 0) color = color_class(label_kind(t.labels(int(e.label(i)))));
+      out.spans.push_back({e.start_s(i), e.end_s(i), color, i});
     }
-    std::sort(out.begin(), out.end(), [](const svg::Span& x, const svg::Span& y) { return x.start < y.start; });
+    std::sort(out.spans.begin(), out.spans.end(), [](const svg::Span& x, const svg::Span& y) { return x.start < y.start; });
+    out.title = [&t, &e](int64_t item) {
+      const int i = int(item);
+      return t.labels(int(e.label(i))) + " — " + format_seconds(e.end_s(i) - e.start_s(i)) + " (task " +
+             std::to_string(e.task_id(i)) + ")";
+    };
     return out;
   };
   std::vector<svg::Lane> lanes;
   for (int s = 0; s < kStreamCount; ++s) {
     if (!used[s]) continue;
     const std::string name = to_string(static_cast<Stream>(s));
-    lanes.push_back({name + " · A", spans(a, ra, s), true});
-    lanes.push_back({name + " · B", spans(b, rb, s), false});
+    lanes.push_back(lane(name + " · A", a, ra, s, true));
+    lanes.push_back(lane(name + " · B", b, rb, s, false));
   }
   svg::Timeline spec;
   spec.title = "Rank " + std::to_string(c.slowest_rank) + ": A above B on each stream";

@@ -283,7 +283,7 @@ std::string timeline(const Timeline& spec, const std::vector<Lane>& lanes) {
            std::to_string(spec.lane_height) + "\" fill=\"" + escape(spec.palette.empty() ? "#888" : spec.palette[size_t(r.color)]) +
            "\"" + (density < 1 ? " fill-opacity=\"" + num(density) + "\"" : std::string()) + "><title>";
       if (r.count == 1) {
-        s += escape(r.first->title);
+        if (lanes[l].title) s += escape(lanes[l].title(r.first->item));
       } else {
         s += std::to_string(r.count) + " tasks from " + escape(fmt(spec.t_format, t0 + r.x0 / scale)) + " to " +
              escape(fmt(spec.t_format, t0 + r.x1 / scale)) + ", busy " +

@@ -8,6 +8,7 @@
 //    rectangles; spans narrower than a pixel are drawn one pixel wide.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -58,13 +59,16 @@ std::string bar_plot(const BarPlot& spec, const std::vector<Bar>& bars);
 
 struct Span {
   double start = 0, end = 0;
-  int color = 0;      // index into Timeline::palette
-  std::string title;  // tooltip of an unmerged span
+  int color = 0;     // index into Timeline::palette
+  int64_t item = 0;  // what the span shows, for Lane::title
 };
 struct Lane {
   std::string name;
   std::vector<Span> spans;  // sorted by start
   bool group_start = false;  // draw a separator above this lane
+  // The tooltip of an unmerged span, from its item. Asked only for the rectangles drawn (at most
+  // Timeline::max_rects), so that a lane of many spans holds no text per span. None: no tooltip.
+  std::function<std::string(int64_t item)> title;
 };
 struct Timeline {
   std::string title;

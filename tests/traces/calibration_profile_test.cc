@@ -1,0 +1,139 @@
+// Calibration profiles (traces/calibration/calibration_profile.h): made from measured traces only,
+// and read only when the file is a profile whose entries are in range.
+#include "traces/calibration/calibration_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "shared/error.h"
+#include "traces/trace_builder.h"
+#include "traces/trace_io.h"
+#include "trace_file_util.h"
+#include "trace_test_util.h"
+
+namespace tandem {
+namespace {
+
+using testing::slurp;
+using testing::spit;
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "in: " << (haystack)
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    return e.what();
+  }
+  return "";
+}
+
+// The sample program on both ranks (trace_test_util.h); task t of rank r lasts (t + 1) ms x (r + 1):
+// the gemm (task 1) 2 ms and 4 ms, the all-reduce (task 2) 3 and 6 ms, attention (task 6) 7 and
+// 14 ms, layernorm (task 7) 8 and 16 ms.
+proto::Trace measured(const Schedule& s, const std::string& backend = "host") {
+  TraceBuilder b(s, backend, "test");
+  for (int rank = 0; rank < 2; ++rank) {
+    b.begin_rank(s.program(rank));
+    for (int t = 0; t < testing::kSampleTasks; ++t) b.task(rank, TaskId(t), 0.1 * t, 0.1 * t + 1e-3 * (t + 1) * (rank + 1));
+  }
+  return b.finish();
+}
+
+// The medians of two samples are their means: gemm 3 ms, all-reduce 4.5 ms, attention 10.5 ms,
+// layernorm 12 ms; copies, sends, receives, Alloc and Free are not calibrated.
+TEST(Calibration, MediansOfAMeasuredTrace) {
+  const Schedule s = testing::sample_schedule();
+  const proto::CalibrationProfile p = make_calibration(s, measured(s));
+  EXPECT_EQ(p.format(), "tandem-calibration-1");
+  ASSERT_EQ(p.kernels_size(), 3);
+  ASSERT_EQ(p.collectives_size(), 1);
+  for (const proto::KernelTime& k : p.kernels()) {
+    EXPECT_EQ(k.samples(), 2u);
+    const double expected = k.kernel() == uint32_t(Kernel::kGemm)        ? 3e-3
+                            : k.kernel() == uint32_t(Kernel::kAttention) ? 10.5e-3
+                                                                         : 12e-3;
+    EXPECT_NEAR(k.median_s(), expected, 1e-12) << k.label();
+  }
+  EXPECT_EQ(p.collectives(0).bytes(), 48 * testing::kMiB);
+  EXPECT_EQ(p.collectives(0).group_size(), 2u);
+  EXPECT_NEAR(p.collectives(0).median_s(), 4.5e-3, 1e-12);
+}
+
+TEST(Calibration, RefusesAPredictedTrace) {
+  const Schedule s = testing::sample_schedule();
+  EXPECT_CONTAINS(error_of([&] { make_calibration(s, measured(s, "sim"), "pred.trace"); }),
+                  "pred.trace is predicted (backend sim), written by tandem sim: calibration needs a measured trace");
+  EXPECT_EQ(error_of([&] { make_calibration(s, measured(s, "cuda")); }), "");
+}
+
+TEST(Calibration, RefusesATraceWithoutEvents) {
+  const Schedule s = testing::sample_schedule();
+  proto::Trace t = measured(s);
+  t.clear_ranks();
+  EXPECT_CONTAINS(error_of([&] { make_calibration(s, t, "empty.trace"); }),
+                  "empty.trace holds no event (0 rank records): nothing to calibrate");
+}
+
+// What a --calibration file holds is told from its bytes, not its name.
+TEST(Calibration, TellsTheKindOfAFile) {
+  testing::TempDir dir;
+  const Schedule s = testing::sample_schedule();
+  EXPECT_EQ(calibration_file_kind(make_calibration(s, measured(s)).SerializeAsString(), "p.bin"),
+            CalibrationFileKind::kProfile);
+  EXPECT_EQ(calibration_file_kind("gemm\tfp32\t64,64,64\t12.5\n", "t.tsv"), CalibrationFileKind::kTable);
+  EXPECT_EQ(calibration_file_kind("\n# a blank line first\n", "t.tsv"), CalibrationFileKind::kTable);
+
+  EXPECT_CONTAINS(error_of([&] { calibration_file_kind("", "e.tsv"); }), "calibration file e.tsv: empty file");
+  write_trace(measured(s), dir.file("run.trace"));
+  EXPECT_CONTAINS(error_of([&] { calibration_file_kind(slurp(dir.file("run.trace")), "run.trace"); }),
+                  "a tandem trace (tandem-trace-2), not a calibration profile");
+  proto::CalibrationProfile other = make_calibration(s, measured(s));
+  other.set_format("tandem-calibration-0");
+  EXPECT_CONTAINS(error_of([&] { calibration_file_kind(other.SerializeAsString(), "old.pb"); }),
+                  "format tandem-calibration-0, but this build reads tandem-calibration-1");
+  EXPECT_CONTAINS(error_of([&] { calibration_file_kind(std::string("\x01\x00\x02", 3), "x"); }),
+                  "not a tandem calibration profile");
+  EXPECT_CONTAINS(error_of([&] { calibration_file_kind("gemm\tfp32\t64\t1\n", "x.pb"); }),
+                  "not a tandem calibration profile");
+}
+
+TEST(Calibration, RefusesAProfileThatWouldNotCalibrate) {
+  const Schedule s = testing::sample_schedule();
+  const proto::CalibrationProfile good = make_calibration(s, measured(s));
+  EXPECT_EQ(parse_calibration(good.SerializeAsString(), "p.pb").kernels_size(), 3);
+  auto error_with = [&](auto&& edit) {
+    proto::CalibrationProfile p = good;
+    edit(p);
+    return error_of([&] { parse_calibration(p.SerializeAsString(), "p.pb"); });
+  };
+  EXPECT_CONTAINS(error_with([](auto& p) { p.clear_kernels(), p.clear_collectives(); }),
+                  "calibration profile p.pb: holds no kernel or collective time");
+  EXPECT_CONTAINS(error_with([](auto& p) { p.mutable_kernels(0)->set_median_s(NAN); }), "is not a time");
+  EXPECT_CONTAINS(error_with([](auto& p) { p.mutable_kernels(0)->set_median_s(-1); }), "is not a time");
+  EXPECT_CONTAINS(error_with([](auto& p) { p.mutable_kernels(0)->set_kernel(kKernelCount); }), "out of range");
+  EXPECT_CONTAINS(error_with([](auto& p) { p.mutable_kernels(0)->set_dtype(5); }), "dtype 5 out of range");
+  EXPECT_CONTAINS(error_with([](auto& p) { p.mutable_kernels(0)->mutable_dims()->RemoveLast(); }),
+                  "5 dims, expected 6");
+  EXPECT_CONTAINS(error_with([](auto& p) { p.mutable_collectives(0)->set_group_size(0); }), "group size 0");
+  EXPECT_CONTAINS(error_with([](auto& p) { p.mutable_collectives(0)->set_op(6); }), "op 6 out of range");
+  EXPECT_CONTAINS(error_with([](auto& p) { p.mutable_collectives(0)->set_median_s(INFINITY); }), "is not a time");
+}
+
+TEST(Calibration, ReadsOnlyRegularFiles) {
+  testing::TempDir dir;
+  const Schedule s = testing::sample_schedule();
+  write_calibration(make_calibration(s, measured(s)), dir.file("p.pb"));
+  EXPECT_EQ(read_calibration(dir.file("p.pb")).collectives_size(), 1);
+  EXPECT_CONTAINS(error_of([&] { read_calibration(dir.path().string()); }), "it is a directory");
+  EXPECT_CONTAINS(error_of([&] { read_calibration("/dev/zero"); }), "/dev/zero: cannot read calibration profile: not a regular file");
+  spit(dir.file("table.tsv"), "gemm\tfp32\t64,64,64\t12.5\n");
+  EXPECT_CONTAINS(error_of([&] { read_calibration(dir.file("table.tsv")); }), "not a tandem calibration profile");
+}
+
+}  // namespace
+}  // namespace tandem
