@@ -12,7 +12,7 @@
 // oversubscription 1 the leaf level cannot be a bottleneck and is left out (one star).
 //
 // Links have zero latency: SimGrid's CM02 model shares a bottleneck in inverse proportion to path
-// latency, so latency is added by the replay as a delay instead (../shared/notes/simgrid-3.32.md).
+// latency, so latency is added by the replay as a delay instead (SimGrid 3.32 manual, "Configuring SimGrid": network/model CM02; tested in tests/sim/collective_closed_form_test.cc).
 // Link bandwidths are the datasheet figures times the achievable efficiency of the fabric
 // (NetworkEfficiency, fit in docs/sim.md).
 #pragma once

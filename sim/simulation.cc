@@ -55,7 +55,7 @@ SimResult run_here(const Schedule& schedule, const SimOptions& options) {
   char name[] = "tandem-sim";
   char* argv[] = {name, nullptr};
   sg::Engine engine(&argc, argv);
-  // CM02 without TCP corrections: a lone flow takes bytes / bandwidth (../shared/notes/simgrid-3.32.md).
+  // CM02 without TCP corrections: a lone flow takes bytes / bandwidth (SimGrid 3.32 manual, "Configuring SimGrid").
   sg::Engine::set_config("network/model:CM02");
   sg::Engine::set_config("network/crosstraffic:0");
   sg::Engine::set_config("network/TCP-gamma:0");

@@ -32,7 +32,7 @@ struct SimOptions {
   // use it; predictions do not.
   bool ideal_network = false;
   // Achievable fraction of each fabric's datasheet bandwidth (docs/sim.md: fit on
-  // ../shared/reference/nccl_*.tsv). Ignored when ideal_network.
+  // traces/reference/nccl_*.tsv). Ignored when ideal_network.
   NetworkEfficiency efficiency{0.80, 0.955, 0.87};
   KernelEfficiency kernels;
   FabricShape fabric;
