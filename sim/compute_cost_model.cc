@@ -110,57 +110,75 @@ double CalibrationTable::find(const Compute& c) const {
 
 ComputeCostModel::ComputeCostModel(const ClusterSpec& cluster, const KernelEfficiency& eff, bool flash_attention,
                                    const CalibrationTable* calibration)
-    : cluster_(cluster), eff_(eff), flash_(flash_attention), calibration_(calibration) {
-  sms_ = eff.sm_count;
-  if (sms_ <= 0) {
-    const std::string& g = cluster.gpu_name;
-    sms_ = (g.find("H100") != std::string::npos || g.find("H200") != std::string::npos ||
-            g.find("h100") != std::string::npos || g.find("h200") != std::string::npos)
-               ? 132
-               : 108;
-  }
+    : cluster_(cluster),
+      eff_(eff),
+      flash_(flash_attention),
+      family_(gpu_family(cluster.gpu_name)),
+      memory_eff_(memory_efficiency(family_)),
+      calibration_(calibration) {}
+
+double ComputeCostModel::stream_s(double bytes) const {
+  return bytes / (cluster_.hbm_bandwidth_gbps * 1e9 * memory_eff_) + cluster_.kernel_launch_us * 1e-6;
 }
 
-double ComputeCostModel::gemm_efficiency(double m, double n, double k) const {
-  const double tiles = std::ceil(m / 128.0) * std::ceil(n / 128.0);
-  const double waves = std::ceil(tiles / sms_);
-  const double quantisation = (m * n) / (waves * sms_ * 128.0 * 128.0);
-  return eff_.gemm * std::min(1.0, quantisation) * k / (k + eff_.gemm_k_half);
+// `batch` products of m x n x k, as one (batched) GEMM kernel: the roofline of the GEMM curve;
+// `bytes` < 0: A, B and C once each.
+double ComputeCostModel::gemm_s(DType t, double batch, double m, double n, double k, double bytes) const {
+  const double peak = cluster_.peak_tflops(t) * 1e12;
+  const double hbm = cluster_.hbm_bandwidth_gbps * 1e9;
+  if (bytes < 0) bytes = dtype_bytes(t) * batch * (m * k + k * n + m * n);
+  double time = bytes / (hbm * memory_eff_);
+  const double eff = gemm_efficiency(gemm_curve(family_, peak, hbm, eff_.sm_count), batch, m, n, k);
+  if (peak > 0 && eff > 0) time = std::max(time, 2.0 * batch * m * n * k / (peak * eff));
+  return time + cluster_.kernel_launch_us * 1e-6;
 }
 
-double ComputeCostModel::d2d_copy_s(int64_t bytes) const {
-  return 2.0 * double(bytes) / (cluster_.hbm_bandwidth_gbps * 1e9 * eff_.memory) + cluster_.kernel_launch_us * 1e-6;
+// Attention without flash, as Megatron-LM's CoreAttention runs it (docs/accuracy.md cites the
+// lines): baddbmm for the scores, the fused scale+mask+softmax, dropout of the probabilities,
+// bmm for the context; backward through the same kernels. All over the full s x s square.
+double ComputeCostModel::attention_unfused_s(const Compute& c) const {
+  const auto& d = c.dims;
+  const double bh = double(d[0]) * double(d[2]), s = double(d[1]), hd = double(d[4]);
+  const double e = dtype_bytes(c.dtype), square = bh * s * s;
+  const bool fwd = c.kernel == Kernel::kAttention;
+  // The schedule lists the dropout mask as an output of the forward (5 outputs) and an input of
+  // the backward (7 inputs) when the model has dropout (shared/layer_emitter.cc attention_fwd).
+  const bool dropout = fwd ? c.outputs.size() >= 5 : c.inputs.size() >= 7;
+  const double drop = dropout ? stream_s((2.0 * e + 1.0) * square) : 0.0;
+  if (fwd)
+    return gemm_s(c.dtype, bh, s, s, hd) + stream_s(2.0 * e * square) + drop + gemm_s(c.dtype, bh, s, hd, s);
+  return gemm_s(c.dtype, bh, s, s, hd) + gemm_s(c.dtype, bh, s, hd, s) + drop + stream_s(3.0 * e * square) +
+         2.0 * gemm_s(c.dtype, bh, s, hd, s);
 }
+
+double ComputeCostModel::d2d_copy_s(int64_t bytes) const { return stream_s(2.0 * double(bytes)); }
 
 double ComputeCostModel::time_s(const Compute& c, bool on_host) const {
   if (calibration_) {
     const double t = calibration_->find(c);
     if (t >= 0) return t;
   }
-  double bytes = c.bytes_moved();
+  const double bytes = c.bytes_moved();
   if (on_host) {
     const double share = eff_.host_memory_gbps * 1e9 / std::max(1, cluster_.gpus_per_node);
     return bytes / share;
   }
-  const double peak = cluster_.peak_tflops(c.dtype) * 1e12;
-  const double flops = c.matmul_flops();
-  double eff = 1.0;
   const auto& d = c.dims;
   switch (c.kernel) {
-    case Kernel::kGemm: eff = gemm_efficiency(double(d[0]), double(d[1]), double(d[2])); break;
+    case Kernel::kGemm: return gemm_s(c.dtype, 1, double(d[0]), double(d[1]), double(d[2]), bytes);
     case Kernel::kAttention:
     case Kernel::kAttentionBwd: {
-      const double hd = double(d[4]);
-      eff = (c.kernel == Kernel::kAttention ? eff_.attention : eff_.attention_bwd) * hd / (hd + eff_.gemm_k_half);
-      if (!flash_) bytes += 4.0 * dtype_bytes(c.dtype) * double(d[0]) * double(d[2]) * double(d[1]) * double(d[1]) *
-                            (c.kernel == Kernel::kAttention ? 1.0 : 2.0);
-      break;
+      if (!flash_) return attention_unfused_s(c);
+      const bool bwd = c.kernel == Kernel::kAttentionBwd;
+      const double peak_tflops = cluster_.peak_tflops(c.dtype), hd = double(d[4]);
+      double eff = flash_attention_efficiency(family_, bwd, (c.flags & kCausal) != 0, double(d[1]), hd, peak_tflops);
+      if (eff < 0) eff = (bwd ? kFlashFallbackBackward : kFlashFallbackForward) * hd / (hd + kFlashFallbackKHalf);
+      double t = bytes / (cluster_.hbm_bandwidth_gbps * 1e9 * memory_eff_);
+      if (peak_tflops > 0 && eff > 0) t = std::max(t, c.matmul_flops() / (peak_tflops * 1e12 * eff));
+      return t + cluster_.kernel_launch_us * 1e-6;
     }
-    default: break;
+    default: return stream_s(bytes);
   }
-  double t = bytes / (cluster_.hbm_bandwidth_gbps * 1e9 * eff_.memory);
-  if (flops > 0 && peak > 0 && eff > 0) t = std::max(t, flops / (peak * eff));
-  return t + cluster_.kernel_launch_us * 1e-6;
 }
 
 }  // namespace tandem::sim

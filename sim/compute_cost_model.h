@@ -2,13 +2,15 @@
 //   time = max(matmul_flops / (peak(dtype) * efficiency(kernel, shape)),
 //              bytes_moved / (HBM bandwidth * memory_efficiency)) + launch overhead,
 // overridden, for the (kernel, dims, dtype) it lists, by a calibration table measured on real
-// hardware. The efficiency curves and what they were fit on are in docs/sim.md:
-//  - GEMM: gemm_efficiency * tile quantisation (128x128 output tiles over waves of SMs: a
-//    partial last wave runs at the speed of a full one) * k / (k + gemm_k_half) (short
-//    reductions cannot hide the tile prologue and epilogue).
-//  - attention: attention_efficiency (forward) and attention_bwd_efficiency of the GEMM peak,
-//    times the same k-term on head_dim; without flash attention the s x s scores are written,
-//    soft-maxed and read back (4 passes over batch*heads*s*s elements of the dtype).
+// hardware. The efficiencies are curves fit on published measurements (sim/kernel_curves.h; the
+// data, the fit and its residuals: traces/reference/kernel_*.tsv, docs/accuracy.md):
+//  - GEMM: the measured maximum * tile/wave quantisation * k / (k + k_half(GPU)).
+//  - flash attention: cuDNN's measured throughput by (seq, head_dim), forward and backward, with
+//    the causal saving (Hopper); Ampere keeps two constants (no measured curve in the data).
+//  - attention without flash: the kernels it runs, one after another: the batched score GEMM
+//    (s x s x head_dim per head), the scale+mask+softmax pass, the dropout of the probabilities
+//    (with its mask), the batched context GEMM; backward: two GEMMs, the dropout and softmax
+//    backward passes, two more GEMMs.
 //  - vector kernels (norms, activations, dropout, adds, loss, Adam): bytes / (HBM * memory_efficiency).
 #pragma once
 
@@ -18,15 +20,11 @@
 #include <tuple>
 
 #include "shared/schedule.h"
+#include "sim/kernel_curves.h"
 
 namespace tandem::sim {
 
 struct KernelEfficiency {
-  double gemm = 0.80;               // of peak, large well-shaped GEMMs
-  double gemm_k_half = 96;          // k at which a GEMM reaches half of it
-  double attention = 0.55;          // forward, of peak
-  double attention_bwd = 0.45;      // backward, of peak
-  double memory = 0.80;             // of HBM bandwidth, streaming kernels
   int sm_count = 0;                 // 0: from the GPU name (A100 108, H100/H200 132)
   double host_memory_gbps = 200;    // per node, CPU work (offloaded optimizer), shared by its GPUs
 };
@@ -64,12 +62,15 @@ class ComputeCostModel {
   double d2d_copy_s(int64_t bytes) const;
 
  private:
-  double gemm_efficiency(double m, double n, double k) const;
+  double gemm_s(DType t, double batch, double m, double n, double k, double bytes = -1) const;
+  double stream_s(double bytes) const;
+  double attention_unfused_s(const Compute& c) const;
 
   ClusterSpec cluster_;
   KernelEfficiency eff_;
   bool flash_;
-  int sms_;
+  GpuFamily family_;
+  double memory_eff_;
   const CalibrationTable* calibration_;
 };
 
