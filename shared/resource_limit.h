@@ -16,6 +16,9 @@ struct ResourceLimit {
   int64_t max_memory_bytes = default_max_memory_bytes();
   // The flag a user gives to raise the limit, named in the refusal.
   std::string flag = "--max-memory";
+  // Wall-time budget of a simulation in seconds (`--max-time`, sim/sim_time_estimate.h); 0: none.
+  // One hour by default: a run longer than that is rarely meant on one machine.
+  double max_time_s = 3600;
 };
 
 // Throws Error (bad input) when estimate_bytes > limit.max_memory_bytes:

@@ -69,9 +69,14 @@ void apply_override(proto::Scenario& scenario, const std::string& assignment, Or
         type == pb::FieldDescriptor::CPPTYPE_UINT32 || type == pb::FieldDescriptor::CPPTYPE_UINT64) {
       const size_t digits = value.find_first_not_of("+-");
       if (digits != std::string::npos) {
-        if (const std::string problem = leading_zero_problem(value.substr(digits)); !problem.empty())
+        if (const std::string problem = integer_token_problem(value.substr(digits)); !problem.empty())
           throw Error(where + ": " + walked + ": " + problem);
       }
+      // Exactly decimal digits after an optional minus: no "+5", " 5", "5 # note", "- 5", "1e3".
+      const size_t first = value.empty() || value[0] != '-' ? 0 : 1;
+      if (first == value.size() || value.find_first_not_of("0123456789", first) != std::string::npos)
+        throw Error(where + ": " + walked + " takes " + article(f->type_name()) + f->type_name() + ", not \"" + value +
+                    "\" (decimal digits only, a minus sign before a negative number, nothing else)");
     }
     if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_STRING && !quoted) {
       m->GetReflection()->SetString(m, f, value);

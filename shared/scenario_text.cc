@@ -1,6 +1,7 @@
 #include "shared/scenario_text.h"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -56,7 +57,7 @@ class NoErrors : public pb::io::ErrorCollector {
   void AddError(int, pb::io::ColumnNumber, const std::string&) override {}
 };
 
-// Refuses integer literals with a leading zero anywhere in `text` (which has parsed).
+// Refuses integer literals with a leading zero or in hexadecimal anywhere in `text` (which has parsed).
 void refuse_leading_zeros(const std::string& text, const std::string& origin) {
   pb::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
   NoErrors quiet;
@@ -65,7 +66,7 @@ void refuse_leading_zeros(const std::string& text, const std::string& origin) {
   while (tokenizer.Next()) {
     const pb::io::Tokenizer::Token& t = tokenizer.current();
     if (t.type != pb::io::Tokenizer::TYPE_INTEGER) continue;
-    if (const std::string problem = leading_zero_problem(t.text); !problem.empty()) {
+    if (const std::string problem = integer_token_problem(t.text); !problem.empty()) {
       std::string error = origin;
       error.append(":").append(std::to_string(t.line + 1)).append(":").append(std::to_string(t.column + 1));
       error.append(": ").append(problem);
@@ -75,10 +76,39 @@ void refuse_leading_zeros(const std::string& text, const std::string& origin) {
   }
 }
 
+bool value_error(const std::string& message) {
+  for (const char* head : {"Expected integer", "Integer out of range", "Expected double", "Invalid value for boolean"})
+    if (message.rfind(head, 0) == 0) return true;
+  return false;
+}
+
+// The field name written before the value at (line, column) of `text`: "layers" in
+// "model { layers: +5 }" for the column of "+5"; "" when there is none.
+std::string field_before(const std::string& text, int line, int column) {
+  size_t start = 0;
+  for (int i = 0; i < line && start != std::string::npos; ++i) {
+    start = text.find('\n', start);
+    if (start != std::string::npos) ++start;
+  }
+  if (start == std::string::npos) return "";
+  const size_t end = std::min(text.find('\n', start), text.size());
+  const std::string head = text.substr(start, std::min<size_t>(end - start, size_t(std::max(column, 0))));
+  const size_t colon = head.find_last_of(':');
+  if (colon == std::string::npos) return "";
+  size_t stop = head.find_last_not_of(" \t", colon == 0 ? 0 : colon - 1);
+  if (colon == 0 || stop == std::string::npos) return "";
+  size_t begin = stop + 1;
+  while (begin > 0 && (std::isalnum(static_cast<unsigned char>(head[begin - 1])) || head[begin - 1] == '_')) --begin;
+  return head.substr(begin, stop + 1 - begin);
+}
+
 }  // namespace
 
-std::string leading_zero_problem(const std::string& token) {
-  if (token.size() < 2 || token[0] != '0' || token[1] < '0' || token[1] > '9') return "";
+std::string integer_token_problem(const std::string& token) {
+  if (token.size() < 2 || token[0] != '0') return "";
+  if (token[1] == 'x' || token[1] == 'X')
+    return "the integer " + token + " is hexadecimal; tandem takes decimal only (digits 0-9)";
+  if (token[1] < '0' || token[1] > '9') return "";
   const size_t first = token.find_first_not_of('0');
   const std::string decimal = first == std::string::npos ? "0" : token.substr(first);
   return "the integer " + token + " has a leading zero, which protobuf's text format reads as octal; "
@@ -101,7 +131,13 @@ void TextErrors::AddError(int line, pb::io::ColumnNumber column, const std::stri
   // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string.
   std::string error = origin_;
   if (line >= 0) error.append(":").append(std::to_string(line + 1)).append(":").append(std::to_string(column + 1));
-  error.append(": ").append(message);
+  error.append(": ");
+  // A value the parser refuses: name its field, the word before the ':' that precedes the value.
+  if (text_ && line >= 0 && value_error(message)) {
+    const std::string field = field_before(*text_, line, column);
+    if (!field.empty()) error.append(field).append(": ");
+  }
+  error.append(message);
   if (text_ && line >= 0) {
     if (const std::string shown = source_line(*text_, line); !shown.empty()) error += "\n    " + shown;
   }

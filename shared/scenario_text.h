@@ -59,8 +59,9 @@ void parse_text(const std::string& text, const std::string& origin, google::prot
                 const std::string& note, Origins* origins);
 
 // Why an integer token is refused ("" when it is not): a leading zero, which protobuf's text
-// format would read as octal (010 is 8). Decimal is the only base the loader takes.
-std::string leading_zero_problem(const std::string& token);
+// format would read as octal (010 is 8), or a hexadecimal 0x prefix (0x10 is 16). Decimal is the
+// only base the loader takes.
+std::string integer_token_problem(const std::string& token);
 
 // "layers, hidden, heads, ..." for a message type.
 std::string field_names(const google::protobuf::Descriptor* d);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <new>
 
 #include "forked_reply.pb.h"
 #include "shared/error.h"
@@ -27,7 +28,7 @@ bool write_all(int fd, const std::string& data) {
   return true;
 }
 
-[[noreturn]] void run_child(const std::function<std::string()>& fn, int fd, pid_t parent) {
+[[noreturn]] void run_child(const std::function<std::string()>& fn, const std::string& what, int fd, pid_t parent) {
   // Die with the parent; if it is already gone (it died before prctl), leave now.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(1);
   proto::ForkedReply reply;
@@ -36,6 +37,12 @@ bool write_all(int fd, const std::string& data) {
   } catch (const Error& e) {
     reply.mutable_error()->set_kind(int32_t(e.kind()));
     reply.mutable_error()->set_message(e.what());
+  } catch (const std::bad_alloc& e) {
+    // SimGrid, the replay and the program generator allocate with new: out of memory of this
+    // machine (a limit such as ulimit -v, or the memory itself) is exit code 3, not an internal error.
+    reply.mutable_error()->set_kind(int32_t(ErrorKind::kOutOfMemory));
+    reply.mutable_error()->set_message(what + " ran out of this machine's memory (std::bad_alloc: " + e.what() +
+                                       "); make the run smaller or give it more memory");
   } catch (const std::exception& e) {
     reply.mutable_error()->set_kind(int32_t(ErrorKind::kInternal));
     reply.mutable_error()->set_message(std::string("internal error: ") + e.what());
@@ -62,7 +69,7 @@ ForkedCall::ForkedCall(const std::function<std::string()>& fn, std::string what)
   }
   if (pid_ == 0) {
     ::close(fds[0]);
-    run_child(fn, fds[1], parent);
+    run_child(fn, what_, fds[1], parent);
   }
   ::close(fds[1]);
   fd_ = fds[0];
@@ -119,10 +126,17 @@ std::string ForkedCall::result() {
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
   pid_ = -1;
-  if (data_.empty())
+  if (data_.empty()) {
+    // SIGKILL that this process did not send: the kernel's out-of-memory killer is what sends it
+    // to the largest process when the machine runs out of memory.
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      throw Error(what_ + " was killed (signal 9), most likely by the kernel for lack of memory; make the run "
+                          "smaller or lower --max-memory so that the estimate refuses it first",
+                  ErrorKind::kOutOfMemory);
     throw Error(what_ + " died" +
                     (WIFSIGNALED(status) ? " (signal " + std::to_string(WTERMSIG(status)) + ")" : std::string()),
                 ErrorKind::kInternal);
+  }
   proto::ForkedReply reply;
   if (!reply.ParseFromString(data_) || reply.outcome_case() == proto::ForkedReply::OUTCOME_NOT_SET)
     throw Error(what_ + ": truncated or corrupt answer (" + std::to_string(data_.size()) + " bytes)",

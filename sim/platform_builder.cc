@@ -6,6 +6,7 @@
 #include <simgrid/s4u.hpp>
 
 #include "shared/error.h"
+#include "sim/replay_progress.h"
 
 namespace tandem::sim {
 namespace sg = simgrid::s4u;
@@ -36,9 +37,18 @@ Platform::Platform(const ClusterSpec& c, int world_size, const NetworkEfficiency
   sg::NetZone* root = sg::create_star_zone("tandem");
   driver_ = root->create_host("driver", 1.0);
 
+  // A platform of 10^5 GPUs takes seconds to build: a progress line on a terminal (nothing
+  // otherwise), every 256 nodes.
+  ReplayProgress progress;
+  const auto tick = [&](int n, const char* part) {
+    if (progress.on() && (n & 255) == 0)
+      progress.tick(std::string("building the platform: ") + part + " " + std::to_string(n) + " of " +
+                    std::to_string(nodes));
+  };
   nvl_.resize(world_size);
   pcie_.resize(world_size);
   for (int n = 0; n < nodes; ++n) {
+    tick(n, "node");
     sg::NetZone* node = sg::create_star_zone("node" + std::to_string(n));
     node->set_parent(root);
     sg::Host* cpu = node->create_host("cpu" + std::to_string(n), 1.0);
@@ -66,6 +76,7 @@ Platform::Platform(const ClusterSpec& c, int world_size, const NetworkEfficiency
     nic_.resize(static_cast<size_t>(nodes) * nics_);
     if (!leaves) {
       for (int i = 0; i < nodes * nics_; ++i) {
+        if (i % nics_ == 0) tick(i / nics_, "NICs of node");
         nic_[i] = fabric->create_host("nic" + std::to_string(i / nics_) + "." + std::to_string(i % nics_), 1.0);
         attach(fabric, nic_[i]->get_netpoint(), "nic" + std::to_string(i), nic_bw);
       }
@@ -81,6 +92,7 @@ Platform::Platform(const ClusterSpec& c, int world_size, const NetworkEfficiency
           auto* gw = leaf->create_router("leaf" + std::to_string(grp) + "." + std::to_string(k) + ".sw");
           int ports = 0;
           for (int n = grp * per_leaf; n < std::min(nodes, (grp + 1) * per_leaf); ++n) {
+            if (k == 0) tick(n, "NICs of node");
             for (int j = 0; j < nics_; ++j) {
               if (rail && j != k) continue;
               const int i = n * nics_ + j;

@@ -31,9 +31,14 @@ std::string ProgressLine::format(double sim_s, uint64_t done, uint64_t total) {
 
 std::string ProgressLine::update(double wall_s, double sim_s, uint64_t done, uint64_t total) {
   if (wall_s - last_wall_s_ < interval_s_) return "";
+  return update(wall_s, format(sim_s, done, total));
+}
+
+std::string ProgressLine::update(double wall_s, const std::string& line) {
+  if (wall_s - last_wall_s_ < interval_s_) return "";
   last_wall_s_ = wall_s;
   std::string text = "\r";
-  text += format(sim_s, done, total);
+  text += line;
   const size_t n = text.size() - 1;
   if (n < width_) text.append(width_ - n, ' ');
   width_ = std::max(width_, n);
@@ -52,6 +57,10 @@ ReplayProgress::ReplayProgress() : on_(::isatty(STDERR_FILENO) == 1), line_(wall
 
 void ReplayProgress::tick(double sim_s, uint64_t done, uint64_t total) {
   if (on_) write_stderr(line_.update(wall_clock_s(), sim_s, done, total));
+}
+
+void ReplayProgress::tick(const std::string& line) {
+  if (on_) write_stderr(line_.update(wall_clock_s(), line));
 }
 
 void ReplayProgress::finish() {

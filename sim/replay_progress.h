@@ -1,4 +1,4 @@
-// Progress of a long replay on a terminal: one line on stderr, rewritten in place ('\r'), with the
+// Progress of a long replay (and of the platform's setup before it) on a terminal: one line on stderr, rewritten in place ('\r'), with the
 // simulated time and the fraction of tasks done, at most every `interval_s` of wall time, and
 // cleared when the replay ends. Nothing is printed when stderr is not a terminal, so tests, pipes
 // and --json output are unaffected.
@@ -23,6 +23,8 @@ class ProgressLine {
   // The text to write now ('\r', the line, spaces over a longer previous line), or "" when the
   // last line is younger than the interval.
   std::string update(double wall_s, double sim_s, uint64_t done, uint64_t total);
+  // The same with a line of the caller's ("building the platform: node 12 of 125000").
+  std::string update(double wall_s, const std::string& line);
   // The text that erases the line ("" when none was written).
   std::string clear();
 
@@ -41,6 +43,8 @@ class ReplayProgress {
   ~ReplayProgress() { finish(); }
   bool on() const { return on_; }
   void tick(double sim_s, uint64_t done, uint64_t total);
+  // A line of the caller's, throttled the same way (the platform's setup, before the replay).
+  void tick(const std::string& line);
   void finish();
 
  private:

@@ -15,6 +15,7 @@
 #include "sim/simulation.h"
 #include "shared/resource_limit.h"
 #include "sim/sim_memory_estimate.h"
+#include "sim/sim_time_estimate.h"
 #include "traces/chrome_json.h"
 #include "traces/trace_io.h"
 
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
   std::string scenario_path, trace_path, timeline_path, calibration_path;
   std::string granularity = "phase", algorithm = "auto", protocol = "auto";
   std::vector<std::string> sets;
+  std::string max_time = "1h";
   double reserved_gib = 0, max_memory_gib = 0;
   po::options_description opts("tandem sim SCENARIO [options]");
   opts.add_options()
@@ -52,6 +54,7 @@ int main(int argc, char** argv) {
       ("calibration", po::value(&calibration_path), "measured kernel times: a profile from tandem calibrate (.pb) or a TSV (kernel, dtype, dims, time_us)")
       ("reserved-gib", po::value(&reserved_gib), "device memory held before the first allocation (CUDA context, NCCL)")
       ("max-memory", po::value(&max_memory_gib), "refuse a run estimated to need more than GIB of memory (default: half the RAM)")
+      ("max-time", po::value(&max_time), "refuse a run estimated to take longer than DURATION of wall time: 90s, 30m, 2h; 0 for no limit (default 1h)")
       ("no-shortcuts", "simulate without closed forms, compute fusion, shared class programs or tensor-parallel folding")
       ("scenario", po::value(&scenario_path), "scenario file");
   po::variables_map vm;
@@ -80,6 +83,7 @@ int main(int argc, char** argv) {
       if (!(max_memory_gib > 0)) throw Error("--max-memory: expected a positive size in GiB");
       limit.max_memory_bytes = static_cast<int64_t>(max_memory_gib * 1073741824.0);
     }
+    limit.max_time_s = sim::parse_duration(max_time, "--max-time");
     // The simulation's process writes the trace; a timeline is made from it (a temporary trace
     // beside the timeline when there is no --trace).
     TemporaryFile temporary;
@@ -87,8 +91,14 @@ int main(int argc, char** argv) {
     if (o.trace_path.empty() && !timeline_path.empty()) o.trace_path = temporary.path = timeline_path + ".trace.tmp";
 
     Schedule schedule(load_scenario(scenario_path, sets));
-    const sim::MemoryEstimate need = sim::estimate_memory(schedule, o, !timeline_path.empty());
+    const sim::SimWork work = sim::count_sim_work(schedule, o);
+    const sim::MemoryEstimate need = sim::estimate_memory(work, !o.trace_path.empty(), !timeline_path.empty());
     check_memory_estimate(need.bytes, "tandem sim", need.how, limit);
+    const sim::TimeEstimate time = sim::estimate_time(work, o);
+    check_time_estimate(time, "tandem sim", limit);
+    if (time.seconds > 10)
+      std::cerr << "tandem sim: this run will take about " << sim::format_duration(time.seconds)
+                << " of wall time (" << time.how << ")\n";
     // The scenario may force an algorithm (strategy.collective_algorithm); --algorithm wins.
     if (!o.algorithm) {
       const CollectiveAlgorithm a = schedule.scenario().strategy.collective_algorithm;

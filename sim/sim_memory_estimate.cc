@@ -45,48 +45,67 @@ int expected_fold(const Schedule& schedule, const SimOptions& o) {
 
 }  // namespace
 
-MemoryEstimate estimate_memory(const Schedule& schedule, const SimOptions& options, bool timeline) {
-  const int64_t world = schedule.world_size();
-  const int fold = expected_fold(schedule, options);
-  const bool tracing = !options.trace_path.empty() || timeline;
-  int64_t class_tasks = 0, max_tasks = 0, max_buffers = 0, rank_tasks = 0, rank_entries = 0;
+SimWork count_sim_work(const Schedule& schedule, const SimOptions& options) {
+  SimWork w;
+  w.world = schedule.world_size();
+  w.fold = expected_fold(schedule, options);
+  w.units = w.world / w.fold;
+  const int gpn = std::max(1, schedule.scenario().cluster.gpus_per_node);
   for (const RankClass& c : schedule.rank_classes()) {
     int64_t tasks = 0, allocs = 0, buffers = 0;
+    double squares = 0;
     {
       const Program p = schedule.program(c.representative);
       tasks = int64_t(p.tasks.size());
       buffers = int64_t(p.buffers.size());
-      for (const Task& t : p.tasks)
+      for (const Task& t : p.tasks) {
         allocs += std::holds_alternative<Alloc>(t.op) || std::holds_alternative<Free>(t.op);
+        if (const auto* coll = std::get_if<Collective>(&t.op)) {
+          const std::vector<int>& ranks = schedule.group(coll->group).ranks;
+          const auto [lo, hi] = std::minmax_element(ranks.begin(), ranks.end());
+          const bool spans_nodes = !ranks.empty() && *lo / gpn != *hi / gpn;
+          if (spans_nodes) squares += double(ranks.size()) * double(ranks.size());
+        }
+      }
     }
+    w.collective_cube += double(c.count) * squares;
     const int64_t members = c.count;
-    class_tasks = checked_add(class_tasks, tasks, "memory estimate");
-    max_tasks = std::max(max_tasks, tasks);
-    max_buffers = std::max(max_buffers, buffers);
-    rank_tasks = checked_add(rank_tasks, checked_mul(members, tasks, "memory estimate"), "memory estimate");
-    rank_entries =
-        checked_add(rank_entries, checked_mul(members, tasks + allocs, "memory estimate"), "memory estimate");
+    w.class_tasks = checked_add(w.class_tasks, tasks, "memory estimate");
+    w.max_tasks = std::max(w.max_tasks, tasks);
+    w.max_buffers = std::max(w.max_buffers, buffers);
+    w.rank_tasks = checked_add(w.rank_tasks, checked_mul(members, tasks, "memory estimate"), "memory estimate");
+    w.rank_entries =
+        checked_add(w.rank_entries, checked_mul(members, tasks + allocs, "memory estimate"), "memory estimate");
   }
-  const int64_t units = world / fold;
+  return w;
+}
+
+MemoryEstimate estimate_memory(const SimWork& w, bool tracing, bool timeline) {
   int64_t bytes = kBase;
-  bytes = checked_add(bytes, checked_mul(class_tasks, kProgramPerTask, "memory estimate"), "memory estimate");
-  bytes = checked_add(bytes, checked_mul(units, max_tasks / 8 + max_buffers, "memory estimate"), "memory estimate");
-  bytes = checked_add(bytes, checked_mul(world, kPerRank, "memory estimate"), "memory estimate");
-  std::string how = std::to_string(class_tasks) + " tasks in class programs x " + std::to_string(kProgramPerTask) +
-                    " B, " + std::to_string(units) + " replay states of up to " + std::to_string(max_tasks) + " tasks";
-  if (tracing) {
+  bytes = checked_add(bytes, checked_mul(w.class_tasks, kProgramPerTask, "memory estimate"), "memory estimate");
+  bytes = checked_add(bytes, checked_mul(w.units, w.max_tasks / 8 + w.max_buffers, "memory estimate"),
+                      "memory estimate");
+  bytes = checked_add(bytes, checked_mul(w.world, kPerRank, "memory estimate"), "memory estimate");
+  std::string how = std::to_string(w.class_tasks) + " tasks in class programs x " + std::to_string(kProgramPerTask) +
+                    " B, " + std::to_string(w.units) + " replay states of up to " + std::to_string(w.max_tasks) +
+                    " tasks, " + std::to_string(w.world) + " ranks x " + std::to_string(kPerRank) + " B";
+  if (tracing || timeline) {
     // Entries recorded: every rank's, divided among the fold lanes that share them.
-    const int64_t recorded = rank_entries / fold;
+    const int64_t recorded = w.rank_entries / w.fold;
     bytes = checked_add(bytes, checked_mul(recorded, kRecordingPerEntry, "memory estimate"), "memory estimate");
-    bytes = checked_add(bytes, checked_mul(max_tasks, kRecordPerTask, "memory estimate"), "memory estimate");
+    bytes = checked_add(bytes, checked_mul(w.max_tasks, kRecordPerTask, "memory estimate"), "memory estimate");
     how += ", " + std::to_string(recorded) + " recorded times and memory samples x " +
            std::to_string(kRecordingPerEntry) + " B";
   }
   if (timeline) {
-    bytes = checked_add(bytes, checked_mul(rank_tasks, kTimelinePerEvent, "memory estimate"), "memory estimate");
-    how += ", " + std::to_string(rank_tasks) + " timeline events x " + std::to_string(kTimelinePerEvent) + " B";
+    bytes = checked_add(bytes, checked_mul(w.rank_tasks, kTimelinePerEvent, "memory estimate"), "memory estimate");
+    how += ", " + std::to_string(w.rank_tasks) + " timeline events x " + std::to_string(kTimelinePerEvent) + " B";
   }
   return {bytes, how};
+}
+
+MemoryEstimate estimate_memory(const Schedule& schedule, const SimOptions& options, bool timeline) {
+  return estimate_memory(count_sim_work(schedule, options), !options.trace_path.empty() || timeline, timeline);
 }
 
 }  // namespace tandem::sim

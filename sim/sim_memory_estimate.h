@@ -1,5 +1,6 @@
 // What `tandem sim` (and each point of `tandem sweep`) will need in memory, estimated before
-// anything large is allocated, for shared/resource_limit.h's check_memory_estimate.
+// anything large is allocated, for shared/resource_limit.h's check_memory_estimate. The counts it
+// rests on (SimWork) serve the wall-time estimate too (sim/sim_time_estimate.h).
 #pragma once
 
 #include <cstdint>
@@ -10,14 +11,35 @@
 
 namespace tandem::sim {
 
+// What a simulation will hold and replay, counted from one program per rank class.
+struct SimWork {
+  int64_t world = 0;         // ranks (GPUs) on the platform
+  int fold = 1;              // tp lanes replayed as one unit when tensor-parallel folding is expected
+  int64_t units = 0;         // replayed states: world / fold
+  int64_t class_tasks = 0;   // tasks of the class programs, each generated once
+  int64_t max_tasks = 0;     // tasks of the largest program
+  int64_t max_buffers = 0;   // buffers of the largest program
+  int64_t rank_tasks = 0;    // tasks of every rank's program
+  int64_t rank_entries = 0;  // tasks plus Alloc/Free samples of every rank's program
+  // Sum over the collectives every rank takes part in, of groups that span nodes, of (group
+  // size)^2: over each collective's group instances, n^3. The replay's cost of such a collective
+  // grows about as the cube of its group's size (measured, sim/sim_time_estimate.cc).
+  double collective_cube = 0;
+  int64_t replayed_tasks() const { return rank_tasks / fold; }
+};
+
+// Generates each rank class's program once (one at a time) to count its tasks and allocations;
+// Error (bad input) if a count overflows 64 bits.
+SimWork count_sim_work(const Schedule& schedule, const SimOptions& options);
+
 struct MemoryEstimate {
   int64_t bytes = 0;
   std::string how;  // what it counts, for the refusal message
 };
 
-// Generates each rank class's program once (one at a time) to count its tasks and allocations;
-// Error (bad input) if a count overflows 64 bits. `timeline`: the parent reads the whole trace
-// back to write a Chrome JSON timeline.
+// `tracing`: --trace or --timeline (the replay records every task); `timeline`: the parent reads
+// the whole trace back to write a Chrome JSON timeline.
+MemoryEstimate estimate_memory(const SimWork& work, bool tracing, bool timeline);
 MemoryEstimate estimate_memory(const Schedule& schedule, const SimOptions& options, bool timeline);
 
 }  // namespace tandem::sim

@@ -16,6 +16,7 @@
 #include "sim/sweep/sweep_grid.h"
 #include "sim/sweep/sweep_progress.h"
 #include "sim/sweep/sweep_report_html.h"
+#include "sim/sim_time_estimate.h"
 #include "sim/sweep/sweep_runner.h"
 #include "sim/sweep/sweep_table.h"
 
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets, varies;
   int jobs = 0;
   double max_memory_gib = 0;
+  std::string max_time = "1h";
   po::options_description opts("tandem sweep SCENARIO --vary key=v1,v2,... [options]");
   opts.add_options()
       ("help,h", "this help")
@@ -56,6 +58,7 @@ int main(int argc, char** argv) {
       ("json", "print the table of every point as one JSON object")
       ("jobs,j", po::value(&jobs), "simulations at a time (default: the number of hardware threads)")
       ("max-memory", po::value(&max_memory_gib), "memory budget in GiB for the points running at once (default: half the RAM); a point estimated over its share (budget / jobs) is not simulated")
+      ("max-time", po::value(&max_time), "wall-time limit of one point: 90s, 30m, 2h; 0 for no limit (default 1h); a point estimated over it is not simulated")
       ("scenario", po::value(&scenario_path), "scenario file");
   po::variables_map vm;
   if (auto stop = parse_scenario_command_line("tandem sweep", argc, argv, opts, vm)) return *stop;
@@ -74,6 +77,7 @@ int main(int argc, char** argv) {
       if (!(max_memory_gib > 0)) throw Error("--max-memory: expected a positive size in GiB");
       o.limit.max_memory_bytes = static_cast<int64_t>(max_memory_gib * 1073741824.0);
     }
+    o.limit.max_time_s = sim::parse_duration(max_time, "--max-time");
     o.on_progress = [&](size_t done, size_t total) { progress.update(done, total); };
     const sweep::SweepTable table = sweep::run_sweep(scenario_path, sets, grid, o);
     progress.finish();

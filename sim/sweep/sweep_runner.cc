@@ -20,6 +20,7 @@
 #include "shared/schedule.h"
 #include "sim/forked_call.h"
 #include "sim/sim_memory_estimate.h"
+#include "sim/sim_time_estimate.h"
 #include "sim/sweep/override_check.h"
 #include "sim_result.pb.h"
 
@@ -168,8 +169,10 @@ PointResult evaluate_point(const std::string& scenario_path, const std::vector<s
     r.pp = sc.strategy.pp;
     r.sp = sc.strategy.sp;
     Schedule schedule(std::move(sc));
-    const sim::MemoryEstimate need = sim::estimate_memory(schedule, options, false);
+    const sim::SimWork work = sim::count_sim_work(schedule, options);
+    const sim::MemoryEstimate need = sim::estimate_memory(work, !options.trace_path.empty(), false);
     check_memory_estimate(need.bytes, "the point", need.how, limit);
+    sim::check_time_estimate(sim::estimate_time(work, options), "the point", limit);
     const sim::SimResult s = sim::simulate(schedule, options);
     if (s.oom) {
       r.status = PointStatus::kOom;

@@ -26,14 +26,15 @@ void check_flags(const std::string& scenario_path, const std::vector<std::string
 
 // One point, in this process (simulate() itself forks). Never throws: failures are the result. A
 // point whose memory estimate (sim/sim_memory_estimate.h) is over `limit` is not simulated: it is
-// invalid, the reason naming the estimate and the flag that raises the limit.
+// invalid, the reason naming the estimate and the flag that raises the limit; so is a point whose
+// wall-time estimate (sim/sim_time_estimate.h) is over limit.max_time_s (--max-time).
 PointResult evaluate_point(const std::string& scenario_path, const std::vector<std::string>& overrides,
                            const sim::SimOptions& options, const ResourceLimit& limit = {});
 
 struct RunOptions {
   int jobs = 0;  // worker processes; 0: std::thread::hardware_concurrency()
   // The whole sweep's memory budget (--max-memory), shared by the points running at once: each
-  // point gets limit / jobs.
+  // point gets limit / jobs. Its max_time_s (--max-time) bounds each point's own wall time.
   ResourceLimit limit;
   sim::SimOptions sim;
   // Called after each point completes and about twice a second meanwhile: points done, total.

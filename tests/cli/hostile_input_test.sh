@@ -41,47 +41,28 @@ else bad "sim --timeline FIFO: not written through, or replaced"; fi
 refuse "sim --trace '' is an error" 2 "empty" "$bin/tandem-sim" "$tiny" --trace ""
 if ls "$work" | grep -q '\.tmp'; then bad "temporary files left in $work"; else ok "no temporary files left"; fi
 
-# --- 2. bounded memory: refusals with an estimate, never bad_alloc ---------------------------
+# --- 2. bounded memory and time: refusals with an estimate, never bad_alloc or hours of running --
 refuse "plan global_batch=1e6 refused with an estimate" 2 "max-memory" \
   "$bin/tandem-plan" "$tiny" --set strategy.global_batch=1000000
 refuse "export-chakra global_batch=1e6 refused" 2 "max-memory" \
   "$bin/tandem-export-chakra" "$tiny" --set strategy.global_batch=1000000 -o "$work/et"
-refuse "model.layers=1e9 refused" 2 "model.layers|max-memory" "$bin/tandem-plan" "$tiny" --set model.layers=1000000000
-refuse "2^30 GPUs refused" 2 "cluster.gpus" "$bin/tandem-plan" "$tiny" --set cluster.gpus=1073741824 \
-  --set strategy.micro_batch=1 --set strategy.global_batch=1073741824
 # (--max-memory fixed so that the check does not depend on this machine's memory)
 refuse "1,048,576-GPU sim refused with an estimate" 2 "needs about .* GiB.*max-memory" \
   "$bin/tandem-sim" "$root/scenarios/gpt3-175b-a100.textproto" --set cluster.gpus=1048576 \
   --set strategy.global_batch=1572864 --max-memory 8
-
-# --- 3. inputs must be regular files ----------------------------------------------------------
-refuse "scenario /dev/zero refused" 2 "not a regular file" "$bin/tandem-plan" /dev/zero
-refuse "preset /dev/zero refused" 2 "regular file|preset" "$bin/tandem-plan" "$tiny" --set cluster.preset=/dev/zero
-refuse "preset /tmp refused (not 'gpus_per_node not set')" 2 "directory" "$bin/tandem-plan" "$tiny" --set cluster.preset=/tmp
-refuse "--calibration /dev/zero refused" 2 "not a regular file" "$bin/tandem-sim" "$tiny" --calibration /dev/zero
-refuse "--calibration DIR refused" 2 "directory" "$bin/tandem-sim" "$tiny" --calibration "$work"
-: > "$work/empty.tsv"; printf '# only a comment\n' > "$work/comments.tsv"
-refuse "--calibration empty file refused" 2 "empty|no " "$bin/tandem-sim" "$tiny" --calibration "$work/empty.tsv"
-refuse "--calibration comments-only refused" 2 "empty|no " "$bin/tandem-sim" "$tiny" --calibration "$work/comments.tsv"
-
-# --- 4. non-finite and extreme figures --------------------------------------------------------
-for s in cluster.nvlink_bandwidth_gbps=inf cluster.nvlink_bandwidth_gbps=1e300 cluster.nvlink_latency_us=inf \
-         cluster.nic_latency_us=inf cluster.kernel_launch_us=inf cluster.hbm_gib=9e9 model.seq_len=1073741824; do
-  refuse "--set $s refused" 2 "${s%%=*}" "$bin/tandem-sim" "$tiny" --set "$s"
-done
-
-# --- 6. silent no-ops and misleading success --------------------------------------------------
-"$bin/tandem-run" -n 1 "$tiny" --steps 1 --trace "$work/m.trace" >/dev/null 2>&1 || bad "run -n 1 on tiny"
-refuse "calibrate refuses a simulated trace" 2 "predicted|simulated" \
-  "$bin/tandem-calibrate" "$work/p.trace" "$tiny" -o "$work/prof.pb"
-refuse "compare with roles swapped refused" 2 "swap|predict|measur" \
-  "$bin/tandem-compare" "$work/m.trace" "$work/p.trace" -o "$work/r.html" --allow-different-scenarios
-python3 - "$work/p.trace" "$work/flip.trace" <<'PY'
-import sys
-b = bytearray(open(sys.argv[1], 'rb').read()); b[len(b) // 2] ^= 0x5a; open(sys.argv[2], 'wb').write(b)
-PY
-refuse "a flipped payload byte is refused" 2 "checksum|corrupt|cut" \
-  "$bin/tandem-compare" "$work/flip.trace" "$work/q.trace" -o "$work/r.html"
+# 10^6 GPUs of tiny-gpt, pure data parallelism: within 8 GiB of memory, but its two gradient
+# all-reduces over 10^6 GPUs alone would take 2 x (10^6)^3 x 0.85 us, over 10^4 years
+# (sim/sim_time_estimate.cc): refused at once, naming the estimate and --max-time, instead of
+# running on.
+million=("$bin/tandem-sim" "$tiny" --set cluster.gpus=1000000 --set strategy.global_batch=2000000 --max-memory 8)
+refuse "1,000,000-GPU tiny-gpt sim refused with a time estimate" 2 \
+  "would take about .* of wall time \(1000000 ranks.*more than the limit of 60\.0 min.*--max-time" \
+  "${million[@]}"
+refuse "--max-time with a bad duration refused" 2 "--max-time: expected a duration" "${million[@]}" --max-time 2x
+refuse "sweep --max-time with a bad duration refused" 2 "--max-time: expected a duration" \
+  "$bin/tandem-sweep" "$tiny" --vary strategy.tp=1,2 --max-time 5y
+# Out of memory inside the simulation process (exit 3, not 1) is tested in
+# tests/sim/forked_call_test.cc under RLIMIT_AS, where it is deterministic and takes milliseconds.
 
 # --- 7. JSON is valid whatever the strings hold -----------------------------------------------
 sed 's/^name: "tiny-gpt"/name: "ctl\\001 \\"q\\" \\377"/' "$tiny" > "$work/ctl.textproto"
@@ -90,14 +71,7 @@ if python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$work/plan1.json"
 then ok "plan --json escapes control characters, quotes and bad UTF-8, the same every run"
 else bad "plan --json with control characters: invalid or not deterministic"; fi
 
-# --- 8. smaller -------------------------------------------------------------------------------
-for prog in plan sim; do
-  refuse "interleaved with pp=1 refused by $prog" 2 "strategy.pp_schedule.*interleaved" "$bin/tandem-$prog" "$tiny" \
-    --set strategy.pp_schedule=interleaved --set strategy.virtual_stages=2
-done
-refuse "--set rejection names the --set" 2 "--set strategy.dtype" "$bin/tandem-plan" "$tiny" --set strategy.dtype=fp7
-refuse "leading zero in a number refused" 2 "model.layers" "$bin/tandem-plan" "$tiny" --set model.layers=010
-sed 's/^name: "tiny-gpt"/name: "unterminated/' "$tiny" > "$work/quote.textproto"
-refuse "unterminated quote refused" 2 "quote|string|textproto:[0-9]" "$bin/tandem-plan" "$work/quote.textproto"
-refuse "unterminated quote in --set refused" 2 "--set model.norm" "$bin/tandem-plan" "$tiny" --set 'model.norm="layernorm'
+# Defects 3, 4, 6 and 8 of the issue are checked where their code is: the scenario loader's in
+# tests/shared/hostile_input_test.cc, the trace and calibration readers' in
+# tests/traces/hostile_input_test.sh (docs/fuzzing.md has the table, defect by defect).
 exit $fail

@@ -180,6 +180,51 @@ TEST(hostile_input, LeadingZerosAreRefusedNotReadAsOctal) {
   EXPECT_EQ(load_scenario(kTiny, {"model.dropout=0.010"}).model.dropout, 0.01);
 }
 
+// Integers are exact decimal, or refused naming the field: in a --set (the --set itself) and in a
+// file (file:line:column, the field, the line). Before: 0x10 was read as 16, `5 # note` as 5,
+// " 5" and "- 5" as written; a file's parse error named no field.
+TEST(hostile_input, IntegersAreExactDecimal) {
+  const std::string hex = error_of(kTiny, {"model.layers=0x10"});
+  EXPECT_TRUE(starts_with(hex, "--set model.layers=0x10: model.layers: the integer 0x10 is hexadecimal; tandem "
+                               "takes decimal only"))
+      << hex;
+  EXPECT_TRUE(contains(error_of(kTiny, {"model.layers=0X10"}), "the integer 0X10 is hexadecimal"));
+  EXPECT_TRUE(contains(error_of(kTiny, {"model.layers=0x"}), "the integer 0x is hexadecimal"));  // was read as 0
+  // Not decimal digits after an optional minus: refused with what the field takes.
+  for (const std::string v : {"+5", " 5", "5 ", "5 # note", "- 5", "--5", "", "5 6"}) {
+    const std::string m = error_of(kTiny, {"model.layers=" + v});
+    EXPECT_EQ(m, "--set model.layers=" + v + ": model.layers takes an int32, not \"" + v +
+                     "\" (decimal digits only, a minus sign before a negative number, nothing else)")
+        << "[" << v << "] " << m;
+  }
+  // A float for an integer field, and past int32 (2^31 = 2147483648): the parser's refusal.
+  EXPECT_TRUE(starts_with(error_of(kTiny, {"model.layers=1e3"}), "--set model.layers=1e3: model.layers takes an int32"));
+  const std::string big = error_of(kTiny, {"model.layers=2147483648"});
+  EXPECT_TRUE(starts_with(big, "--set model.layers=2147483648: model.layers takes an int32, not \"2147483648\" "
+                               "(Integer out of range (2147483648))"))
+      << big;
+  // Exact decimal is read as written (tiny-gpt has 4 heads and 4 layers; -0 is 0, refused as not positive).
+  EXPECT_EQ(load_scenario(kTiny, {"model.layers=10"}).model.layers, 10);
+  EXPECT_TRUE(contains(error_of(kTiny, {"model.layers=-0"}), "model.layers: must be positive, got 0"));
+
+  // In a file: hexadecimal refused at its line and column (`model { layers: ` is 16 characters).
+  const std::string tail = " hidden: 64 heads: 4 vocab: 256 seq_len: 32 }\n";
+  const std::string file_hex = text_error_of("model { layers: 0x10" + tail);
+  EXPECT_TRUE(starts_with(file_hex, "bad.textproto:1:17: the integer 0x10 is hexadecimal")) << file_hex;
+  // The parser's refusals name the field before the value.
+  EXPECT_TRUE(starts_with(text_error_of("model { layers: +5" + tail), "bad.textproto:1:17: layers: Expected integer, got: +"));
+  EXPECT_TRUE(starts_with(text_error_of("model { layers: 1e3" + tail), "bad.textproto:1:17: layers: Expected integer, got: 1e3"));
+  const std::string file_big = text_error_of("model {\n  layers: 4294967300" + tail);
+  EXPECT_TRUE(starts_with(file_big, "bad.textproto:2:11: layers: Integer out of range (4294967300)")) << file_big;
+  EXPECT_TRUE(contains(file_big, "\n    layers: 4294967300 hidden: 64")) << file_big;
+}
+
+// A value given by --set that a rule refuses names the --set (it named no line before).
+TEST(hostile_input, RefusedSetValueNamesTheSet) {
+  const std::string m = error_of(kTiny, {"strategy.dtype=fp7"});
+  EXPECT_TRUE(starts_with(m, "--set strategy.dtype=fp7 (over " + kTiny + "): strategy.dtype: ")) << m;
+}
+
 TEST(hostile_input, UnterminatedQuotesAreRefused) {
   // --set strategy.dtype='fp16 was read as fp16, --set model.name="abc as the name "abc.
   const std::string dtype = error_of(kTiny, {"strategy.dtype='fp16"});

@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <new>
 #include <stdexcept>
+#include <vector>
 
 #include "shared/error.h"
 
@@ -48,6 +51,49 @@ TEST(ForkedCall, AChildThatDiesIsAnInternalError) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInternal);
     EXPECT_EQ(std::string(e.what()), "test child died (signal " + std::to_string(SIGABRT) + ")");
+  }
+}
+
+// Issue 11: out of memory inside the simulation process was exit code 1 (internal error).
+TEST(ForkedCall, BadAllocInTheChildIsOutOfMemory) {
+  try {
+    forked_call([]() -> std::string { throw std::bad_alloc(); }, "test child");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kOutOfMemory);
+    EXPECT_EQ(std::string(e.what()).rfind("test child ran out of this machine's memory (std::bad_alloc", 0), 0u)
+        << e.what();
+  }
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer's allocator aborts on a failed allocation instead of throwing";
+#endif
+  // A real allocation failure, whatever the machine's overcommit policy: the child caps its
+  // address space (RLIMIT_AS) at 64 GiB, then asks for 1 TiB.
+  try {
+    forked_call(
+        []() -> std::string {
+          const rlimit cap{rlim_t(64) << 30, rlim_t(64) << 30};
+          if (::setrlimit(RLIMIT_AS, &cap) != 0) return "setrlimit failed";
+          std::vector<char> big;
+          big.reserve(size_t(1) << 40);
+          return "allocated";
+        },
+        "test child");
+    FAIL() << "1 TiB allocated";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kOutOfMemory) << e.what();
+  }
+}
+
+// The kernel's out-of-memory killer ends a process with SIGKILL: read as out of memory.
+TEST(ForkedCall, AChildKilledBySigkillIsOutOfMemory) {
+  try {
+    forked_call([]() -> std::string { ::raise(SIGKILL); return ""; }, "test child");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kOutOfMemory);
+    EXPECT_EQ(std::string(e.what()).rfind("test child was killed (signal 9), most likely by the kernel for lack of memory", 0), 0u)
+        << e.what();
   }
 }
 

@@ -31,6 +31,16 @@ TEST(ReplayProgress, AtMostOneLinePerIntervalOfWallTime) {
   EXPECT_EQ(line.update(100.5, 2, 2, 4), cr(ProgressLine::format(2, 2, 4)));
 }
 
+// The platform's setup writes lines of its own through the same throttle.
+TEST(ReplayProgress, CallersLineThroughTheSameThrottle) {
+  ProgressLine line(/*start_wall_s=*/10.0, /*interval_s=*/0.25);
+  EXPECT_EQ(line.update(10.1, "building the platform: node 256 of 125000"), "");
+  EXPECT_EQ(line.update(10.3, "building the platform: node 512 of 125000"), "\rbuilding the platform: node 512 of 125000");
+  // A shorter line is padded with spaces to the width of the longest so far (41 characters).
+  EXPECT_EQ(line.update(10.6, "node 1"), "\rnode 1" + std::string(41 - 6, ' '));
+  EXPECT_EQ(line.clear(), "\r" + std::string(41, ' ') + "\r");
+}
+
 TEST(ReplayProgress, ShorterLineOverwritesTheLongerOneAndClearErasesIt) {
   ProgressLine line(0.0, 0.25);
   const std::string longer = ProgressLine::format(12345.0, 1, 3);  // "t = 12345.000000 s"
