@@ -316,6 +316,28 @@ TEST(Shortcuts, TensorParallelFoldingUnderContention) {
                        4, o);
 }
 
+TEST(Shortcuts, TensorParallelFoldingWithCommOverlap) {
+  // strategy.tp_comm_overlap: the tp lanes of a unit exchange blocks in a ring (lane m sends to
+  // lane m + 1 mod tp), so the tp group's NVLink ports carry p2p and its collectives are not
+  // closed-form; the ports still carry only the unit's own traffic, and the ring is the same seen
+  // from every lane, so the unit is folded. Two GPUs per node (one unit per node), then four GPUs
+  // and one NIC per node with 2:1 oversubscribed one-node leaves (the Megatron-Core reference
+  // settings: Megatron SP, ZeRO-1, overlapped parameter gathers).
+  const std::vector<std::string> mc = {"strategy.sp_mode=megatron", "strategy.tp_comm_overlap=true",
+                                       "strategy.zero_stage=1", "strategy.overlap_param_gather=true"};
+  std::vector<std::string> a = {"cluster.gpus=8", "cluster.gpus_per_node=2", "strategy.tp=2", "strategy.pp=2",
+                                "strategy.global_batch=16"};
+  a.insert(a.end(), mc.begin(), mc.end());
+  expect_folding_exact(a, 2);
+  SimOptions o;
+  o.fabric.nodes_per_leaf = 1;
+  std::vector<std::string> b = {"cluster.gpus=16", "cluster.gpus_per_node=4", "cluster.nics_per_node=1",
+                                "cluster.oversubscription=2", "strategy.tp=4", "strategy.pp=2",
+                                "strategy.global_batch=32"};
+  b.insert(b.end(), mc.begin(), mc.end());
+  expect_folding_exact(b, 4, o);
+}
+
 TEST(Shortcuts, TensorParallelFoldingOnlyWhereExact) {
   // Two tp groups and a pipeline neighbour per node: the tp groups' NVLink ports also carry
   // pipeline messages, so their all-reduces are not closed-form and nothing is folded.
