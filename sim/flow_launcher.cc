@@ -86,6 +86,7 @@ void FlowLauncher::launch(uint32_t op, double now) {
       return timers_.net_op_done(now + entry.closed_form_s, op);
     }
     o.plan = entry.plan;
+    occupy_ports(op, now);
   } else if (o.kind == NetOp::kP2P) {
     if (o.bytes <= 0) return timers_.net_op_done(now, op);
     const TunedCollective tune = tuner_.choose_p2p(o.src, o.dst, double(o.bytes));
@@ -94,6 +95,7 @@ void FlowLauncher::launch(uint32_t op, double now) {
     for (uint32_t lane = 1; lane < o.lanes; ++lane)
       append_flows(*plan, plan_p2p(layout_.lane_rank(o.src, lane), layout_.lane_rank(o.dst, lane), double(o.bytes)));
     o.plan = std::move(plan);
+    if (try_alone(op, now)) return;
   } else {
     if (o.bytes <= 0 || o.direction == CopyDirection::kD2D) return timers_.net_op_done(now, op);
     auto plan = std::make_shared<CollectivePlan>();
@@ -105,7 +107,10 @@ void FlowLauncher::launch(uint32_t op, double now) {
 
 bool FlowLauncher::next_phase(uint32_t op, double now) {
   NetOp& o = ops_[op];
-  if (++o.phase >= o.plan->phases.size()) return true;
+  if (++o.phase >= o.plan->phases.size()) {
+    release_ports(op);
+    return true;
+  }
   start_phase(op, now);
   return false;
 }
@@ -196,6 +201,72 @@ void FlowLauncher::flow_done(size_t index, double now) {
     }
   }
   if (--o.outstanding == 0) phase_flows_done(op, now);
+}
+
+}  // namespace tandem::sim
+
+namespace tandem::sim {
+
+int FlowLauncher::port_unit(const NetOp& o) const {
+  const int fold = layout_.fold();
+  if (fold <= 1 || !options_.closed_form_uncontended) return -1;
+  if (o.kind == NetOp::kP2P) return layout_.same_unit(o.src, o.dst) ? o.src / fold : -1;
+  if (o.kind == NetOp::kCollective && o.lanes == 1 && layout_.parties(o.group) == 1 && !layout_.exclusive(o.group))
+    return schedule_.group(o.group).ranks.front() / fold;  // the unit's own tp group
+  return -1;
+}
+
+bool FlowLauncher::try_alone(uint32_t op, double now) {
+  NetOp& o = ops_[op];
+  const int u = port_unit(o);
+  if (u < 0) return false;
+  if (port_ops_.empty()) port_ops_.assign(units(), 0), alone_op_.assign(units(), UINT32_MAX);
+  if (port_ops_[u] || alone_op_[u] != UINT32_MAX || o.plan->phases.size() != 1) {
+    occupy_ports(op, now);
+    return false;
+  }
+  // One flow per lane, lane m from port m to port m + d (mod tp): each port carries one flow.
+  const Flow& f = o.plan->phases[0].flows.front();
+  const double bytes = double(uint64_t(std::max(1.0, std::llround(f.bytes / o.cost.efficiency) * 1.0)));
+  o.port_unit = u;
+  o.alone = true;
+  o.alone_end = now + bytes / fabric_.nvlink_bytes_s;
+  o.lane_flows = 1;
+  o.outstanding = o.lanes;
+  alone_op_[u] = op;
+  result_.flows += o.plan->phases[0].flows.size();
+  timers_.net_flows_done(o.alone_end, op);
+  return true;
+}
+
+void FlowLauncher::alone_flows_done(uint32_t op, double now) {
+  NetOp& o = ops_[op];
+  o.alone = false;
+  alone_op_[o.port_unit] = UINT32_MAX;
+  o.port_unit = -1;
+  o.outstanding = 0;
+  phase_flows_done(op, now);
+}
+
+// An op with SimGrid flows comes to a unit's ports. If an op costed alone is still moving there,
+// its cost was not exact: the run is marked so, and simulate() runs it again unfolded (this does
+// not happen with the generated schedules: a unit's tp collectives and its ring exchanges are
+// ordered by their dependencies).
+void FlowLauncher::occupy_ports(uint32_t op, double now) {
+  NetOp& o = ops_[op];
+  const int u = port_unit(o);
+  if (u < 0) return;
+  if (port_ops_.empty()) port_ops_.assign(units(), 0), alone_op_.assign(units(), UINT32_MAX);
+  o.port_unit = u;
+  ++port_ops_[u];
+  const uint32_t a = alone_op_[u];
+  if (a != UINT32_MAX && now < ops_[a].alone_end) result_.fold_exact = false;
+}
+
+void FlowLauncher::release_ports(uint32_t op) {
+  NetOp& o = ops_[op];
+  if (o.port_unit >= 0 && !o.alone) --port_ops_[o.port_unit];
+  o.port_unit = -1;
 }
 
 }  // namespace tandem::sim

@@ -38,6 +38,8 @@ class FlowLauncher {
   bool next_phase(uint32_t op, double now);
   // Flow `index` of flows() ended at `now`.
   void flow_done(size_t index, double now);
+  // Timer::kNetFlowsDone: the flows of an op costed alone ended.
+  void alone_flows_done(uint32_t op, double now);
 
   std::vector<simgrid::s4u::CommPtr>& flows() { return active_; }
   void cancel_all();
@@ -46,6 +48,16 @@ class FlowLauncher {
   void start_phase(uint32_t op, double now);
   void phase_flows_done(uint32_t op, double now);
   void add_flow(simgrid::s4u::CommPtr c, uint32_t op, uint32_t slot);
+  // Private unit ports (docs/sim.md "Speed shortcuts"): with tensor-parallel folding, a unit's
+  // NVLink ports carry only its tp group's collectives and the p2p between its lanes
+  // (FoldPlanner). A p2p between its lanes that finds no other op on the ports is costed alone:
+  // one flow per port at the port's bandwidth, ended by a timer (another op coming to the ports
+  // before it ends makes the run inexact: SimResult::fold_exact = false).
+  int port_unit(const NetOp& o) const;
+  bool try_alone(uint32_t op, double now);
+  void occupy_ports(uint32_t op, double now);
+  void release_ports(uint32_t op);
+  size_t units() const { return size_t(schedule_.world_size() / layout_.fold()); }
 
   struct CollectiveKey {
     GroupId group;
@@ -80,6 +92,8 @@ class FlowLauncher {
   std::vector<simgrid::s4u::CommPtr> active_;
   std::vector<uint32_t> active_op_;
   std::vector<uint32_t> active_slot_;
+  std::vector<uint32_t> port_ops_;    // by unit: ops with SimGrid flows on the unit's ports
+  std::vector<uint32_t> alone_op_;    // by unit: the op costed alone there (UINT32_MAX: none)
 };
 
 }  // namespace tandem::sim

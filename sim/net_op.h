@@ -45,6 +45,11 @@ struct NetOp {
   uint32_t lanes = 1;
   uint32_t lane_flows = 0;
   std::vector<simgrid::s4u::CommPtr> shadows;
+  // Folded, on a unit's private NVLink ports (FlowLauncher::port_unit): the unit, and whether the
+  // op's flows are costed alone (no SimGrid flow), ending at `alone_end`.
+  int32_t port_unit = -1;
+  bool alone = false;
+  double alone_end = 0;
 };
 
 class NetOpPool {
