@@ -45,11 +45,11 @@ struct NetOp {
   uint32_t lanes = 1;
   uint32_t lane_flows = 0;
   std::vector<simgrid::s4u::CommPtr> shadows;
-  // Folded, on a unit's private NVLink ports (FlowLauncher::port_unit): the unit, and whether the
-  // op's flows are costed alone (no SimGrid flow), ending at `alone_end`.
-  int32_t port_unit = -1;
+  // The phase's flows costed alone (FlowLauncher::try_alone): no SimGrid flow; they started at
+  // `alone_since`; `alone_end` is the last one's end; `generation` tells a stale timer.
   bool alone = false;
-  double alone_end = 0;
+  double alone_since = 0, alone_end = 0;
+  uint32_t generation = 0;
 };
 
 class NetOpPool {

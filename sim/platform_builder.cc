@@ -64,6 +64,7 @@ Platform::Platform(const ClusterSpec& c, int world_size, const NetworkEfficiency
     if (per_leaf <= 0) per_leaf = rail ? 32 : std::max(1, 32 / nics_);
     const bool leaves = c.oversubscription > 1.0 && nodes > per_leaf;
     nic_.resize(static_cast<size_t>(nodes) * nics_);
+    leaves_ = leaves;
     if (!leaves) {
       for (int i = 0; i < nodes * nics_; ++i) {
         nic_[i] = fabric->create_host("nic" + std::to_string(i / nics_) + "." + std::to_string(i % nics_), 1.0);
