@@ -11,6 +11,8 @@ namespace sg = simgrid::s4u;
 namespace {
 
 constexpr uint32_t kLateFlow = 0x80000000u;  // active_slot_: a lane m > 0 flow that outlived lane 0's
+constexpr uint32_t kUntracked = UINT32_MAX;   // Links of a copy (PCIe): not looked at
+constexpr uint32_t kNone = UINT32_MAX;
 
 void append_flows(CollectivePlan& to, const CollectivePlan& from) {
   for (size_t i = 0; i < from.phases.size(); ++i)
@@ -35,6 +37,7 @@ FlowLauncher::FlowLauncher(const Schedule& schedule, const SimOptions& options, 
 void FlowLauncher::cancel_all() {
   for (auto& c : active_) c->cancel();
   active_.clear();
+  active_links_.clear();
 }
 
 void FlowLauncher::launch(uint32_t op, double now) {
@@ -92,7 +95,7 @@ void FlowLauncher::launch(uint32_t op, double now) {
     o.cost = tune.cost;
     auto plan = std::make_shared<CollectivePlan>(plan_p2p(o.src, o.dst, double(o.bytes)));
     for (uint32_t lane = 1; lane < o.lanes; ++lane)
-      append_flows(*plan, plan_p2p(o.src + int(lane), o.dst + int(lane), double(o.bytes)));
+      append_flows(*plan, plan_p2p(layout_.lane_rank(o.src, lane), layout_.lane_rank(o.dst, lane), double(o.bytes)));
     o.plan = std::move(plan);
   } else {
     if (o.bytes <= 0 || o.direction == CopyDirection::kD2D) return timers_.net_op_done(now, op);
@@ -110,10 +113,11 @@ bool FlowLauncher::next_phase(uint32_t op, double now) {
   return false;
 }
 
-void FlowLauncher::add_flow(sg::CommPtr c, uint32_t op, uint32_t slot) {
+void FlowLauncher::add_flow(sg::CommPtr c, uint32_t op, uint32_t slot, Links links) {
   active_.push_back(std::move(c));
   active_op_.push_back(op);
   active_slot_.push_back(slot);
+  active_links_.push_back(links);
 }
 
 void FlowLauncher::start_phase(uint32_t op, double now) {
@@ -126,7 +130,7 @@ void FlowLauncher::start_phase(uint32_t op, double now) {
       sg::Host* cpu = platform_.cpu_of(o.src + int(lane));
       sg::CommPtr c = sg::Comm::sendto_async(h2d ? cpu : gpu, h2d ? gpu : cpu, uint64_t(o.bytes));
       if (lane) o.shadows.push_back(std::move(c));
-      else add_flow(std::move(c), op, 0);
+      else add_flow(std::move(c), op, 0, Links{kUntracked, kUntracked});
     }
     o.outstanding = o.lanes;
     o.lane_flows = 1;
@@ -137,18 +141,20 @@ void FlowLauncher::start_phase(uint32_t op, double now) {
   if (p.flows.empty()) return phase_flows_done(op, now);
   o.lane_flows = uint32_t(p.flows.size() / o.lanes);
   o.shadows.clear();
+  result_.flows += p.flows.size();
+  if (try_alone(op, now)) return;
   uint32_t slot = 0;
   for (const Flow& f : p.flows) {
     sg::Host *a, *b;
     if (platform_.same_node(f.src, f.dst)) a = platform_.nvl(f.src), b = platform_.nvl(f.dst);
     else a = platform_.nic_of(f.src), b = platform_.nic_of(f.dst);
-    const double bytes = f.bytes / o.cost.efficiency;
-    sg::CommPtr c = sg::Comm::sendto_async(a, b, uint64_t(std::max(1.0, std::llround(bytes) * 1.0)));
+    const Links l = links_of(f);
+    occupy(l, now);
+    sg::CommPtr c = sg::Comm::sendto_async(a, b, flow_bytes(f, o));
     if (slot++ >= o.lane_flows) o.shadows.push_back(std::move(c));
-    else add_flow(std::move(c), op, slot - 1);
+    else add_flow(std::move(c), op, slot - 1, l);
   }
   o.outstanding = uint32_t(p.flows.size());
-  result_.flows += p.flows.size();
 }
 
 void FlowLauncher::phase_flows_done(uint32_t op, double now) {
@@ -171,6 +177,9 @@ void FlowLauncher::phase_flows_done(uint32_t op, double now) {
 void FlowLauncher::flow_done(size_t index, double now) {
   const uint32_t op = active_op_[index];
   const uint32_t slot = active_slot_[index];
+  release(active_links_[index]);
+  active_links_[index] = active_links_.back();
+  active_links_.pop_back();
   active_[index] = std::move(active_.back());
   active_.pop_back();
   active_op_[index] = active_op_.back();
@@ -185,17 +194,135 @@ void FlowLauncher::flow_done(size_t index, double now) {
     const double t = sg::Engine::get_clock();
     for (uint32_t lane = 1; lane < o.lanes; ++lane) {
       sg::CommPtr& c = o.shadows[(lane - 1) * o.lane_flows + slot];
+      const Links l = o.kind == NetOp::kCopy ? Links{kUntracked, kUntracked}
+                                              : links_of(o.plan->phases[o.phase].flows[lane * o.lane_flows + slot]);
       if (c->test()) {
         if (c->get_finish_time() != t) result_.fold_exact = false;
         --o.outstanding;
+        release(l);
       } else {
         result_.fold_exact = false;
-        add_flow(std::move(c), op, slot | kLateFlow);
+        add_flow(std::move(c), op, slot | kLateFlow, l);
       }
       c = nullptr;
     }
   }
   if (--o.outstanding == 0) phase_flows_done(op, now);
+}
+
+}  // namespace tandem::sim
+
+namespace tandem::sim {
+
+FlowLauncher::Links FlowLauncher::links_of(const Flow& f) const {
+  const uint32_t w = uint32_t(schedule_.world_size());
+  if (platform_.same_node(f.src, f.dst)) return {2 * uint32_t(f.src), 2 * uint32_t(f.dst) + 1};
+  return {2 * w + 2 * uint32_t(platform_.nic_index(f.src)), 2 * w + 2 * uint32_t(platform_.nic_index(f.dst)) + 1};
+}
+
+double FlowLauncher::link_bytes_s(const Flow& f) const {
+  return platform_.same_node(f.src, f.dst) ? fabric_.nvlink_bytes_s : fabric_.nic_bytes_s;
+}
+
+uint64_t FlowLauncher::flow_bytes(const Flow& f, const NetOp& o) const {
+  return uint64_t(std::max(1.0, std::llround(f.bytes / o.cost.efficiency) * 1.0));
+}
+
+void FlowLauncher::unclaim(uint32_t op) {
+  for (const Flow& f : ops_[op].plan->phases[ops_[op].phase].flows) {
+    const Links l = links_of(f);
+    if (link_alone_[l.up] == op) link_alone_[l.up] = kNone;
+    if (link_alone_[l.down] == op) link_alone_[l.down] = kNone;
+  }
+}
+
+void FlowLauncher::occupy(const Links& l, double now) {
+  if (l.up == kUntracked || link_flows_.empty()) return;
+  for (uint32_t id : {l.up, l.down}) {
+    if (link_alone_[id] != kNone) materialize(link_alone_[id], now);
+    ++link_flows_[id];
+  }
+}
+
+void FlowLauncher::release(const Links& l) {
+  if (l.up == kUntracked || link_flows_.empty()) return;
+  --link_flows_[l.up];
+  --link_flows_[l.down];
+}
+
+bool FlowLauncher::try_alone(uint32_t op, double now) {
+  if (!options_.closed_form_uncontended || !platform_.private_routes()) return false;
+  if (link_flows_.empty()) {
+    const size_t links = 2 * size_t(schedule_.world_size()) + 2 * size_t(platform_.nic_index(schedule_.world_size() - 1) + 1);
+    link_flows_.assign(links, 0);
+    link_alone_.assign(links, kNone);
+  }
+  NetOp& o = ops_[op];
+  const CommPhase& p = o.plan->phases[o.phase];
+  // Every link free and used by one flow of the phase; with lanes, all flows of equal length
+  // (the lanes' flows in a slot must end together).
+  double first = 0, end = 0;
+  for (size_t i = 0; i < p.flows.size(); ++i) {
+    const Links l = links_of(p.flows[i]);
+    const double d = double(flow_bytes(p.flows[i], o)) / link_bytes_s(p.flows[i]);
+    if (i == 0) first = d;
+    if (link_flows_[l.up] || link_flows_[l.down] || link_alone_[l.up] != kNone || link_alone_[l.down] != kNone ||
+        (o.lanes > 1 && d != first)) {
+      for (size_t j = 0; j < i; ++j) {  // give back the links claimed so far
+        const Links k = links_of(p.flows[j]);
+        link_alone_[k.up] = link_alone_[k.down] = kNone;
+      }
+      return false;
+    }
+    link_alone_[l.up] = link_alone_[l.down] = op;
+    end = std::max(end, d);
+  }
+  o.alone = true;
+  o.alone_since = now;
+  o.alone_end = now + end;
+  o.generation = ++generation_;
+  o.outstanding = uint32_t(p.flows.size());
+  timers_.net_flows_done(o.alone_end, op, o.generation);
+  return true;
+}
+
+void FlowLauncher::alone_flows_done(uint32_t op, uint32_t generation, double now) {
+  NetOp& o = ops_[op];
+  if (!o.in_use || !o.alone || o.generation != generation) return;  // stale: it got SimGrid flows
+  unclaim(op);
+  o.alone = false;
+  o.outstanding = 0;
+  phase_flows_done(op, now);
+}
+
+// A flow comes to a link of an alone phase: the phase's flows still moving become SimGrid flows
+// of the bytes they have left (a lone flow has moved bandwidth * elapsed bytes). Those already
+// over (a phase of unequal flows, no lanes) are done. At its very end, nothing is left to share.
+void FlowLauncher::materialize(uint32_t op, double now) {
+  NetOp& o = ops_[op];
+  const CommPhase& p = o.plan->phases[o.phase];
+  unclaim(op);
+  if (now >= o.alone_end) return;  // its timer is due now and ends the phase: nothing left to share
+  o.alone = false;
+  o.outstanding = 0;
+  uint32_t slot = 0;
+  for (const Flow& f : p.flows) {
+    const uint32_t s = slot++;
+    const double bw = link_bytes_s(f), total = double(flow_bytes(f, o));
+    const double left = total - (now - o.alone_since) * bw;
+    const bool over = o.alone_since + total / bw <= now;
+    if (over && o.lanes == 1) continue;
+    sg::Host *a, *b;
+    if (platform_.same_node(f.src, f.dst)) a = platform_.nvl(f.src), b = platform_.nvl(f.dst);
+    else a = platform_.nic_of(f.src), b = platform_.nic_of(f.dst);
+    const Links l = links_of(f);
+    ++link_flows_[l.up];
+    ++link_flows_[l.down];
+    sg::CommPtr c = sg::Comm::sendto_async(a, b, uint64_t(std::max(1.0, std::llround(left) * 1.0)));
+    ++o.outstanding;
+    if (s >= o.lane_flows) o.shadows.push_back(std::move(c));
+    else add_flow(std::move(c), op, s, l);
+  }
 }
 
 }  // namespace tandem::sim

@@ -38,14 +38,33 @@ class FlowLauncher {
   bool next_phase(uint32_t op, double now);
   // Flow `index` of flows() ended at `now`.
   void flow_done(size_t index, double now);
+  // Timer::kNetFlowsDone: the flows of a phase costed alone ended (ignored when stale).
+  void alone_flows_done(uint32_t op, uint32_t generation, double now);
 
   std::vector<simgrid::s4u::CommPtr>& flows() { return active_; }
   void cancel_all();
 
  private:
+  struct Links {  // a flow's two links (ids: FlowLauncher::links_of)
+    uint32_t up, down;
+  };
   void start_phase(uint32_t op, double now);
   void phase_flows_done(uint32_t op, double now);
-  void add_flow(simgrid::s4u::CommPtr c, uint32_t op, uint32_t slot);
+  void add_flow(simgrid::s4u::CommPtr c, uint32_t op, uint32_t slot, Links links);
+  // Phases costed alone (docs/sim.md "Speed shortcuts"): a phase whose flows all have links of
+  // their own (NVLink ports, or NIC up and down links with no shared leaf), each link carrying
+  // one of its flows and no other flow, moves at the links' bandwidth: each flow takes bytes /
+  // bandwidth, as SimGrid gives a lone flow, and a timer ends the phase. A flow that later comes
+  // to one of its links first turns the alone phase into SimGrid flows of the bytes they have
+  // left, so that the sharing from then on is SimGrid's.
+  Links links_of(const Flow& f) const;
+  double link_bytes_s(const Flow& f) const;
+  uint64_t flow_bytes(const Flow& f, const NetOp& o) const;
+  bool try_alone(uint32_t op, double now);
+  void materialize(uint32_t op, double now);
+  void unclaim(uint32_t op);
+  void occupy(const Links& l, double now);
+  void release(const Links& l);
 
   struct CollectiveKey {
     GroupId group;
@@ -80,6 +99,11 @@ class FlowLauncher {
   std::vector<simgrid::s4u::CommPtr> active_;
   std::vector<uint32_t> active_op_;
   std::vector<uint32_t> active_slot_;
+  std::vector<Links> active_links_;
+  std::vector<Links> shadow_links_;  // scratch
+  std::vector<uint32_t> link_flows_;  // by link: SimGrid flows in flight on it
+  std::vector<uint32_t> link_alone_;  // by link: the op whose alone phase uses it (UINT32_MAX: none)
+  uint32_t generation_ = 0;
 };
 
 }  // namespace tandem::sim

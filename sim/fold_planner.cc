@@ -19,6 +19,7 @@ void FoldPlanner::scan_exclusive_groups() {
   const auto& groups = schedule_.groups();
   const int n = schedule_.world_size();
   group_exclusive_.assign(groups.size(), 0);
+  group_unit_private_.assign(groups.size(), 0);
   // Per program: the groups it runs collectives on (and whether on more than one stream), its peers.
   for (const auto& info : infos_) {
     if (usage_.count(info.get())) continue;
@@ -37,10 +38,20 @@ void FoldPlanner::scan_exclusive_groups() {
   if (!options_.closed_form_uncontended) return;
   constexpr int64_t kNone = -1, kMany = -2, kP2p = int64_t(1) << 40;
   std::vector<int64_t> user(n, kNone);  // the one user of each GPU's NVLink links
+  // The same, but a p2p message between two ranks of one aligned tp block counts as that block's
+  // tp group (strategy.tp_comm_overlap's ring exchanges): a tp group whose ports carry only its own
+  // collectives and such messages may still be folded (choose_fold), though not closed-form.
+  std::vector<int64_t> unit_user(n, kNone);
+  const RankGrid& grid = schedule_.grid();
+  const int T = grid.tp() > 1 && grid.sp() == 1 && grid.size() == n && n % grid.tp() == 0 ? grid.tp() : 1;
   std::vector<uint8_t> multi_stream(groups.size(), 0);
+  auto use_of = [&](std::vector<int64_t>& of, int gpu, int64_t who) {
+    if (of[gpu] == kNone) of[gpu] = who;
+    else if (of[gpu] != who) of[gpu] = kMany;
+  };
   auto use = [&](int gpu, int64_t who) {
-    if (user[gpu] == kNone) user[gpu] = who;
-    else if (user[gpu] != who) user[gpu] = kMany;
+    use_of(user, gpu, who);
+    use_of(unit_user, gpu, who);
   };
   for (int rank = 0; rank < n; ++rank) {
     const ProgramInfo* info = infos_[rank].get();
@@ -58,7 +69,14 @@ void FoldPlanner::scan_exclusive_groups() {
     }
     for (int p_rep : u.peers) {
       const int p = translate ? schedule_.peer_for(rank, p_rep) : p_rep;
-      if (p >= 0 && p < n && platform_.same_node(p, rank)) use(rank, kP2p), use(p, kP2p);
+      if (p < 0 || p >= n || !platform_.same_node(p, rank)) continue;
+      use_of(user, rank, kP2p), use_of(user, p, kP2p);
+      if (T > 1 && p / T == rank / T) {
+        const int64_t tg = schedule_.group_of(rank, GroupKind::kTp, 0);
+        use_of(unit_user, rank, tg), use_of(unit_user, p, tg);
+      } else {
+        use_of(unit_user, rank, kP2p), use_of(unit_user, p, kP2p);
+      }
     }
   }
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -66,13 +84,18 @@ void FoldPlanner::scan_exclusive_groups() {
     bool ok = !m.empty() && !multi_stream[g];
     for (int r : m) ok = ok && r < n && platform_.same_node(r, m.front()) && user[r] == int64_t(g);
     group_exclusive_[g] = ok;
+    bool own = !m.empty() && !multi_stream[g];
+    for (int r : m) own = own && r < n && platform_.same_node(r, m.front()) && unit_user[r] == int64_t(g);
+    group_unit_private_[g] = own;
   }
 }
 
 // Tensor-parallel folding is taken only where every tp lane of a unit provably sees the same
-// timeline: one class program for the whole unit, the unit's tp group closed-form, every other
-// group the unit uses translated lane by lane (lane m's group = lane 0's group shifted by m
-// ranks), every peer a unit's lane 0, and a platform the lanes look alike on (the unit inside one
+// timeline: one class program for the whole unit, the unit's tp group closed-form or its NVLink
+// ports carrying nothing but the group's collectives and p2p between the unit's lanes (the ring
+// exchanges of strategy.tp_comm_overlap, lane m's peer lane m + d mod tp), every other group the
+// unit uses translated lane by lane (lane m's group = lane 0's group shifted by m ranks), every
+// peer outside the unit a unit's lane 0, and a platform the lanes look alike on (the unit inside one
 // node; its GPUs' NICs a lane permutation cannot tell apart). Then the flows of lane m are lane
 // 0's translated by m ranks through a symmetric fabric, and SimGrid's max-min sharing gives them
 // the same rates; the replay also checks this as it runs (a phase whose lanes' flows do not end
@@ -98,7 +121,7 @@ int FoldPlanner::choose_fold() {
     for (int m = 1; m < T; ++m)
       if (infos_[b + m].get() != info || schedule_.representative_of(b + m) != schedule_.representative_of(b)) return 1;
     const GroupId tg = schedule_.group_of(b, GroupKind::kTp, 0);
-    if (tg >= groups.size() || !group_exclusive_[tg] || int(groups[tg].ranks.size()) != T) return 1;
+    if (tg >= groups.size() || !group_unit_private_[tg] || int(groups[tg].ranks.size()) != T) return 1;
     for (int m = 0; m < T; ++m)
       if (groups[tg].ranks[m] != b + m) return 1;
     const bool translate = info->program.rank != b;
@@ -128,7 +151,13 @@ int FoldPlanner::choose_fold() {
     }
     for (int p_rep : u.peers) {
       const int p = translate ? schedule_.peer_for(b, p_rep) : p_rep;
-      if (p < 0 || p >= n || p % T) return 1;
+      if (p < 0 || p >= n) return 1;
+      if (p / T == b / T) {  // a peer in the unit: lane m's is lane m + d's, d = p - b (mod T)
+        for (int m = 1; m < T; ++m)
+          if (schedule_.peer_for(b + m, p_rep) != b + (p - b + m) % T) return 1;
+        continue;
+      }
+      if (p % T) return 1;
       for (int m = 1; m < T; ++m)
         if (schedule_.peer_for(b + m, p_rep) != p + m) return 1;
     }

@@ -36,6 +36,10 @@ class FoldPlanner {
   // Folded: a lane-0 group's counterpart in every lane (empty: the unit's own tp group, or no fold).
   const std::vector<GroupId>& lane_groups(GroupId g) const { return lane_groups_[g]; }
   bool folded_lanes(GroupId g) const { return fold_ > 1 && !lane_groups_[g].empty(); }
+  // Folded: rank `r` moved `lane` lanes on in its own unit (lane m of a unit talks to lane m of
+  // another unit's, or, inside one unit, lane m + d talks to lane m' + d, mod the fold).
+  int lane_rank(int r, uint32_t lane) const { return r - r % fold_ + (r % fold_ + int(lane)) % fold_; }
+  bool same_unit(int a, int b) const { return a / fold_ == b / fold_; }
 
  private:
   void scan_exclusive_groups();
@@ -55,6 +59,7 @@ class FoldPlanner {
   std::map<const ProgramInfo*, Usage> usage_;
   int fold_ = 1;
   std::vector<uint8_t> group_exclusive_;           // by group id
+  std::vector<uint8_t> group_unit_private_;        // by group id: ports carry only the group and its p2p
   std::vector<uint32_t> group_parties_;            // by group id
   std::vector<std::vector<GroupId>> lane_groups_;  // by lane-0 group
 };

@@ -45,6 +45,11 @@ struct NetOp {
   uint32_t lanes = 1;
   uint32_t lane_flows = 0;
   std::vector<simgrid::s4u::CommPtr> shadows;
+  // The phase's flows costed alone (FlowLauncher::try_alone): no SimGrid flow; they started at
+  // `alone_since`; `alone_end` is the last one's end; `generation` tells a stale timer.
+  bool alone = false;
+  double alone_since = 0, alone_end = 0;
+  uint32_t generation = 0;
 };
 
 class NetOpPool {

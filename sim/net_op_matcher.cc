@@ -65,7 +65,13 @@ uint32_t NetOpMatcher::post_p2p(RankState& r, TaskId id, const SendRecv& s, doub
   const int peer = r.translate ? schedule_.peer_for(r.rank, s.peer) : s.peer;
   if (peer < 0 || peer >= schedule_.world_size() || peer == r.rank)
     throw Error("schedule: " + rank_task(r.rank, id) + " sends to or receives from invalid peer " + std::to_string(peer));
-  const int src = s.is_send ? r.rank : peer, dst = s.is_send ? peer : r.rank;
+  int src = s.is_send ? r.rank : peer, dst = s.is_send ? peer : r.rank;
+  if (layout_.fold() > 1 && layout_.same_unit(peer, r.rank) && !s.is_send) {
+    // Folded, inside the unit (r.rank is lane 0): this state's receive from lane e stands for
+    // lane T - e's receive from lane 0, so it meets this state's own sends to lane T - e.
+    src = r.rank;
+    dst = layout_.lane_rank(r.rank, uint32_t(layout_.fold() - (peer - r.rank)));
+  }
   auto& q = pairs_[(uint64_t(src) << 32) | uint32_t(dst)];
   if (!q) q = std::make_unique<PairQueue>();
   auto& mine = s.is_send ? q->sends : q->recvs;

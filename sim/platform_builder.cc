@@ -74,6 +74,7 @@ Platform::Platform(const ClusterSpec& c, int world_size, const NetworkEfficiency
     if (per_leaf <= 0) per_leaf = rail ? 32 : std::max(1, 32 / nics_);
     const bool leaves = c.oversubscription > 1.0 && nodes > per_leaf;
     nic_.resize(static_cast<size_t>(nodes) * nics_);
+    leaves_ = leaves;
     if (!leaves) {
       for (int i = 0; i < nodes * nics_; ++i) {
         if (i % nics_ == 0) tick(i / nics_, "NICs of node");

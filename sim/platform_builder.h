@@ -55,9 +55,13 @@ class Platform {
   // Global NIC index of a GPU's NIC.
   int nic_index(int gpu) const { return node_of(gpu) * nics_ + local_of(gpu) * nics_ / gpn_; }
   bool same_node(int a, int b) const { return node_of(a) == node_of(b); }
+  // Every route is two links of its own ends (NVLink or PCIe port, NIC up and down): no leaf
+  // uplink is shared between NICs.
+  bool private_routes() const { return !leaves_; }
 
  private:
   int gpn_ = 8;
+  bool leaves_ = false;
   int nics_ = 1;
   simgrid::s4u::Host* driver_ = nullptr;
   std::vector<simgrid::s4u::Host*> nvl_, pcie_, cpu_, nic_;

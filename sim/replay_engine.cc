@@ -207,6 +207,7 @@ void ReplayEngine::launch(uint32_t op) {
 
 void ReplayEngine::on_timer(const Timer& t) {
   if (t.kind == Timer::kComputeDone) return compute_done(t);
+  if (t.kind == Timer::kNetFlowsDone) return flows_->alone_flows_done(t.target, t.first_task, now_);
   if (t.kind == Timer::kNetOpDone || flows_->next_phase(t.target, now_)) complete_op(t.target);
 }
 

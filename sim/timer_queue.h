@@ -19,6 +19,7 @@ struct Timer {
     kComputeDone,   // a compute-like task (and those fused after it) ends
     kNetPhaseDone,  // a network op's phase ended, latency included: start its next phase or complete it
     kNetOpDone,     // a network op is over (closed form, calibrated, or nothing to move)
+    kNetFlowsDone,  // the flows of a phase costed alone end (first_task: the op's generation)
   };
   double t = 0;
   uint64_t seq = 0;  // insertion order: breaks ties
@@ -36,6 +37,7 @@ class TimerQueue {
   }
   void net_phase_done(double t, uint32_t op) { push(t, Timer::kNetPhaseDone, op, 0, 0); }
   void net_op_done(double t, uint32_t op) { push(t, Timer::kNetOpDone, op, 0, 0); }
+  void net_flows_done(double t, uint32_t op, uint32_t generation) { push(t, Timer::kNetFlowsDone, op, generation, 0); }
 
   bool empty() const { return heap_.empty(); }
   const Timer& top() const { return heap_.top(); }

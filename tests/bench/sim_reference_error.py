@@ -85,7 +85,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin", "tandem-sim"))
     ap.add_argument("--only", choices=["korthikanti", "megatron"])
-    ap.add_argument("--max-gpus", type=int, default=1024)
+    ap.add_argument("--max-gpus", type=int, default=8192)
     ap.add_argument("--timeout", type=int, default=1800)
     a = ap.parse_args()
     res = []

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <sstream>
 
 #include "shared/error.h"
@@ -314,6 +315,71 @@ TEST(Shortcuts, TensorParallelFoldingUnderContention) {
   expect_folding_exact({"cluster.gpus=16", "cluster.gpus_per_node=4", "cluster.nics_per_node=1",
                         "cluster.oversubscription=2", "strategy.tp=4", "strategy.pp=2", "strategy.global_batch=32"},
                        4, o);
+}
+
+TEST(Shortcuts, TensorParallelFoldingWithCommOverlap) {
+  // strategy.tp_comm_overlap: the tp lanes of a unit exchange blocks in a ring (lane m sends to
+  // lane m + 1 mod tp), so the tp group's NVLink ports carry p2p and its collectives are not
+  // closed-form; the ports still carry only the unit's own traffic, and the ring is the same seen
+  // from every lane, so the unit is folded. Two GPUs per node (one unit per node), then four GPUs
+  // and one NIC per node with 2:1 oversubscribed one-node leaves (the Megatron-Core reference
+  // settings: Megatron SP, ZeRO-1, overlapped parameter gathers).
+  const std::vector<std::string> mc = {"strategy.sp_mode=megatron", "strategy.tp_comm_overlap=true",
+                                       "strategy.zero_stage=1", "strategy.overlap_param_gather=true"};
+  std::vector<std::string> a = {"cluster.gpus=8", "cluster.gpus_per_node=2", "strategy.tp=2", "strategy.pp=2",
+                                "strategy.global_batch=16"};
+  a.insert(a.end(), mc.begin(), mc.end());
+  expect_folding_exact(a, 2);
+  SimOptions o;
+  o.fabric.nodes_per_leaf = 1;
+  std::vector<std::string> b = {"cluster.gpus=16", "cluster.gpus_per_node=4", "cluster.nics_per_node=1",
+                                "cluster.oversubscription=2", "strategy.tp=4", "strategy.pp=2",
+                                "strategy.global_batch=32"};
+  b.insert(b.end(), mc.begin(), mc.end());
+  expect_folding_exact(b, 4, o);
+}
+
+// Phases costed alone (a phase whose flows each have their links to themselves ends by a timer at
+// bytes / bandwidth, and becomes SimGrid flows of the bytes left when other traffic comes to one
+// of its links) against the unshortened replay, where every phase is SimGrid flows.
+void expect_alone_phases_exact(const std::vector<std::string>& sets) {
+  Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
+  SimOptions on;
+  on.record_tasks = true;
+  SimOptions off = on;
+  off.closed_form_uncontended = off.fuse_compute = off.share_class_programs = off.fold_tensor_parallel = false;
+  const SimResult a = simulate(s, on), b = simulate(s, off);
+  EXPECT_TRUE(a.fold_exact);
+  EXPECT_EQ(a.flows, b.flows);
+  EXPECT_NEAR(a.iteration_time_s, b.iteration_time_s, 1e-9 * b.iteration_time_s);
+  // Task records: one per replayed state (folded: lane 0's); compare those of the unfolded run's
+  // same rank and task.
+  std::map<std::pair<int, TaskId>, const TaskTiming*> by;
+  for (const TaskTiming& t : b.tasks) by[{t.rank, t.task}] = &t;
+  for (const TaskTiming& t : a.tasks) {
+    const TaskTiming* u = by.at({t.rank, t.task});
+    EXPECT_NEAR(t.start_s, u->start_s, 1e-9 * b.iteration_time_s) << t.rank << " " << t.task;
+    EXPECT_NEAR(t.end_s, u->end_s, 1e-9 * b.iteration_time_s) << t.rank << " " << t.task;
+  }
+  ASSERT_EQ(a.ranks.size(), b.ranks.size());
+  for (size_t r = 0; r < a.ranks.size(); ++r) {
+    EXPECT_NEAR(a.ranks[r].exposed_comm_s, b.ranks[r].exposed_comm_s, 1e-9 * b.iteration_time_s) << r;
+    EXPECT_NEAR(a.ranks[r].idle_s, b.ranks[r].idle_s, 1e-9 * b.iteration_time_s) << r;
+  }
+}
+
+TEST(Shortcuts, AlonePhasesGiveTheSharedTimes) {
+  // Megatron-Core settings on one node of 8 GPUs, tp 4 x dp 2, small gradient buckets: the tp
+  // lanes' ring exchanges and the ZeRO-1 reduce-scatters and all-gathers between the two units
+  // use the same NVLink ports, so most phases run alone and some meet other traffic midway
+  // (checked when this test was written: two alone phases became SimGrid flows).
+  expect_alone_phases_exact({"cluster.gpus=8", "cluster.gpus_per_node=8", "strategy.tp=4", "strategy.global_batch=8",
+                             "strategy.bucket_mb=0.05", "strategy.sp_mode=megatron", "strategy.tp_comm_overlap=true",
+                             "strategy.zero_stage=1", "strategy.overlap_param_gather=true"});
+  // Pipeline and data parallelism across nodes of one GPU: pipeline messages and gradient
+  // all-reduces on the NICs.
+  expect_alone_phases_exact({"cluster.gpus=8", "cluster.gpus_per_node=1", "strategy.pp=4", "strategy.global_batch=32",
+                             "strategy.bucket_mb=0.01"});
 }
 
 TEST(Shortcuts, TensorParallelFoldingOnlyWhereExact) {
