@@ -88,9 +88,16 @@ std::vector<Mutation> strategy_mutations() {
       {"strategy.flash_attention", [](Scenario& s) { s.strategy.flash_attention = !s.strategy.flash_attention; }},
       {"strategy.collective_algorithm",
        [](Scenario& s) { s.strategy.collective_algorithm = CollectiveAlgorithm::kTree; }},
-      {"strategy.tp_comm_overlap", [](Scenario& s) { s.strategy.tp_comm_overlap = !s.strategy.tp_comm_overlap; }},
-      {"strategy.overlap_param_gather",
-       [](Scenario& s) { s.strategy.overlap_param_gather = !s.strategy.overlap_param_gather; }},
+      {"software.tp_comm_overlap", [](Scenario& s) { s.software.tp_comm_overlap = !s.software.tp_comm_overlap; }},
+      {"software.overlap_param_gather",
+       [](Scenario& s) { s.software.overlap_param_gather = !s.software.overlap_param_gather; }},
+      {"software.grad_reduce_overlap",
+       [](Scenario& s) { s.software.grad_reduce_overlap = !s.software.grad_reduce_overlap; }},
+      {"software.grad_reduce_fp32", [](Scenario& s) { s.software.grad_reduce_fp32 = !s.software.grad_reduce_fp32; }},
+      {"software.loss_scale_check", [](Scenario& s) { s.software.loss_scale_check = !s.software.loss_scale_check; }},
+      {"software.clip_grad", [](Scenario& s) { s.software.clip_grad += 0.5; }},
+      {"software.separate_master_copy",
+       [](Scenario& s) { s.software.separate_master_copy = !s.software.separate_master_copy; }},
   };
 }
 
