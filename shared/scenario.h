@@ -20,6 +20,9 @@ enum class Recompute : uint8_t { kNone, kSelective, kFull };
 enum class Offload : uint8_t { kNone, kOptimizer, kParams, kAuto };
 enum class Topology : uint8_t { kFatTree, kRailOptimized };
 enum class CollectiveAlgorithm : uint8_t { kAuto, kRing, kTree };
+// software.grad_reduce_dtype: the training dtype, fp32, or fp32 for bf16 runs only (Megatron's
+// --accumulate-allreduce-grads-in-fp32: off by default, forced on for bf16).
+enum class GradDType : uint8_t { kParam, kFp32, kFp32IfBf16 };
 
 int dtype_bytes(DType t);
 const char* to_string(DType t);
@@ -32,6 +35,7 @@ const char* to_string(Recompute v);
 const char* to_string(Offload v);
 const char* to_string(Topology v);
 const char* to_string(CollectiveAlgorithm v);
+const char* to_string(GradDType v);
 
 struct ModelSpec {
   std::string name;
@@ -114,7 +118,7 @@ struct SoftwareSpec {
   std::string framework;
   std::string source;
   bool grad_reduce_overlap = true;    // DP buckets reduced during the backward (else after it)
-  bool grad_reduce_fp32 = false;      // fp32 gradient buffer (Megatron's main_grad), else the training dtype
+  GradDType grad_reduce_dtype = GradDType::kParam;  // the gradient buffers' dtype
   bool overlap_param_gather = false;  // ZeRO-1/2 parameter all-gather at the next forward
   bool tp_comm_overlap = false;       // ring-exchange tensor-parallel comm under the GEMMs
   bool loss_scale_check = false;      // fp16: unscale + inf/nan check and its model-parallel all-reduce
@@ -133,8 +137,12 @@ struct Scenario {
   uint64_t seed = 1234;
 
   // The dtype of the gradient buffers the backward accumulates into and the data-parallel
-  // reduction moves: fp32 with software.grad_reduce_fp32, else the training dtype.
-  DType grad_dtype() const { return software.grad_reduce_fp32 ? DType::kFp32 : strategy.dtype; }
+  // reduction moves (software.grad_reduce_dtype).
+  DType grad_dtype() const {
+    const GradDType g = software.grad_reduce_dtype;
+    const bool fp32 = g == GradDType::kFp32 || (g == GradDType::kFp32IfBf16 && strategy.dtype == DType::kBf16);
+    return fp32 ? DType::kFp32 : strategy.dtype;
+  }
 };
 
 // Reads a scenario file (protobuf text format), applies the --set overrides in order

@@ -1,6 +1,6 @@
 // The resolver's software part (shared/proto/scenario.proto, message Software): every field of the
 // merged preset is required (a preset file gives them all, docs/software.md), the dtype spelled
-// param | fp32, clip_grad finite and >= 0, and the two overlaps checked against the strategy.
+// param | fp32 | fp32-if-bf16, clip_grad finite and >= 0, and the two overlaps checked against the strategy.
 // strategy.tp_comm_overlap and strategy.overlap_param_gather, their deprecated spellings, are still
 // read for one release: used when the software part does not set the field, with a note on stderr.
 #include <iostream>
@@ -42,10 +42,7 @@ SoftwareSpec Resolver::software(const StrategySpec& strategy) const {
   need(p.has_separate_master_copy(), "separate_master_copy");
 
   spec.grad_reduce_overlap = p.grad_reduce_overlap();
-  if (same_spelling(p.grad_reduce_dtype(), "fp32")) spec.grad_reduce_fp32 = true;
-  else if (!same_spelling(p.grad_reduce_dtype(), "param"))
-    fail("software.grad_reduce_dtype", "unknown value \"" + p.grad_reduce_dtype() +
-                                           "\"; expected one of: param, fp32 (param = the training dtype, strategy.dtype)");
+  spec.grad_reduce_dtype = choice("software.grad_reduce_dtype", p.grad_reduce_dtype(), kGradDTypeSpellings);
   spec.loss_scale_check = p.loss_scale_check();
   finite_at_most("software.clip_grad", p.clip_grad(), 1e6, "(a gradient-norm threshold)");
   if (p.clip_grad() < 0) fail("software.clip_grad", "must be >= 0 (0: no clipping), got " + num(p.clip_grad()));

@@ -120,7 +120,7 @@ std::string scenario_canonical_text(const Scenario& s) {
 
   const SoftwareSpec& sw = s.software;
   t.add("software.grad_reduce_overlap", sw.grad_reduce_overlap);
-  t.add("software.grad_reduce_fp32", sw.grad_reduce_fp32);
+  t.add("software.grad_reduce_dtype", to_string(sw.grad_reduce_dtype));
   t.add("software.overlap_param_gather", sw.overlap_param_gather);
   t.add("software.tp_comm_overlap", sw.tp_comm_overlap);
   t.add("software.loss_scale_check", sw.loss_scale_check);

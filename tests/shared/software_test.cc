@@ -38,7 +38,7 @@ TEST(SoftwarePresets, ValuesFromTheFrameworkSources) {
   const SoftwareSpec lm21 = tiny({"software.preset=megatron-lm-2021"}).software;
   EXPECT_EQ(lm21.preset, "megatron-lm-2021");
   EXPECT_FALSE(lm21.grad_reduce_overlap);
-  EXPECT_FALSE(lm21.grad_reduce_fp32);
+  EXPECT_EQ(lm21.grad_reduce_dtype, GradDType::kFp32IfBf16);
   EXPECT_FALSE(lm21.overlap_param_gather);
   EXPECT_FALSE(lm21.tp_comm_overlap);
   EXPECT_TRUE(lm21.loss_scale_check);
@@ -46,12 +46,12 @@ TEST(SoftwarePresets, ValuesFromTheFrameworkSources) {
   EXPECT_TRUE(lm21.separate_master_copy);
   const SoftwareSpec lm22 = tiny({"software.preset=megatron-lm-2022"}).software;
   EXPECT_FALSE(lm22.grad_reduce_overlap);
-  EXPECT_FALSE(lm22.grad_reduce_fp32);
+  EXPECT_EQ(lm22.grad_reduce_dtype, GradDType::kFp32IfBf16);
   EXPECT_EQ(lm22.clip_grad, 1.0);
   // Megatron-Core r0.8: overlap_grad_reduce False by default, fp32 grads for bf16.
   const SoftwareSpec core = tiny({"software.preset=megatron-core-0.8"}).software;
   EXPECT_FALSE(core.grad_reduce_overlap);
-  EXPECT_TRUE(core.grad_reduce_fp32);
+  EXPECT_EQ(core.grad_reduce_dtype, GradDType::kFp32IfBf16);
   EXPECT_FALSE(core.overlap_param_gather);
   EXPECT_FALSE(core.tp_comm_overlap);
   EXPECT_EQ(core.clip_grad, 1.0);
@@ -59,7 +59,7 @@ TEST(SoftwarePresets, ValuesFromTheFrameworkSources) {
   // gradient_clipping 1.0 in the Megatron-DeepSpeed ZeRO-1 example.
   const SoftwareSpec ds = tiny({"software.preset=deepspeed-megatron-2021"}).software;
   EXPECT_FALSE(ds.grad_reduce_overlap);
-  EXPECT_FALSE(ds.grad_reduce_fp32);
+  EXPECT_EQ(ds.grad_reduce_dtype, GradDType::kParam);
   EXPECT_TRUE(ds.loss_scale_check);
   EXPECT_EQ(ds.clip_grad, 1.0);
 }
@@ -67,7 +67,9 @@ TEST(SoftwarePresets, ValuesFromTheFrameworkSources) {
 TEST(SoftwarePresets, DefaultIsMegatronCore) {
   const Scenario s = tiny({});
   EXPECT_EQ(s.software.preset, "megatron-core-0.8");
-  EXPECT_TRUE(s.software.grad_reduce_fp32);
+  EXPECT_EQ(s.grad_dtype(), DType::kFp32);  // tiny-gpt trains fp32
+  EXPECT_EQ(tiny({"strategy.dtype=bf16"}).grad_dtype(), DType::kFp32);
+  EXPECT_EQ(tiny({"strategy.dtype=fp16"}).grad_dtype(), DType::kFp16);
 }
 
 TEST(SoftwarePresets, FieldsOverrideThePreset) {
@@ -75,7 +77,7 @@ TEST(SoftwarePresets, FieldsOverrideThePreset) {
                            "software.grad_reduce_dtype=fp32"});
   EXPECT_EQ(s.software.clip_grad, 0.0);
   EXPECT_TRUE(s.software.grad_reduce_overlap);
-  EXPECT_TRUE(s.software.grad_reduce_fp32);
+  EXPECT_EQ(s.software.grad_reduce_dtype, GradDType::kFp32);
   EXPECT_TRUE(s.software.loss_scale_check);  // from the preset
 }
 
@@ -83,7 +85,7 @@ TEST(SoftwarePresets, PresetFromAPath) {
   const Scenario s =
       tiny({"software.preset=" + std::string(TANDEM_SOURCE_DIR) + "/scenarios/software/megatron-lm-2022.textproto"});
   EXPECT_FALSE(s.software.grad_reduce_overlap);
-  EXPECT_FALSE(s.software.grad_reduce_fp32);
+  EXPECT_EQ(s.software.grad_reduce_dtype, GradDType::kFp32IfBf16);
 }
 
 TEST(SoftwarePresets, BadNamesAndFieldsSayTheChoices) {
@@ -96,7 +98,7 @@ TEST(SoftwarePresets, BadNamesAndFieldsSayTheChoices) {
   EXPECT_TRUE(contains(field, "unknown field \"overlap_grads\" in software")) << field;
   EXPECT_TRUE(contains(field, "grad_reduce_overlap")) << field;
   const std::string dtype = error_of({"software.grad_reduce_dtype=fp8"});
-  EXPECT_TRUE(contains(dtype, "software.grad_reduce_dtype: unknown value \"fp8\"; expected one of: param, fp32"))
+  EXPECT_TRUE(contains(dtype, "software.grad_reduce_dtype: unknown value \"fp8\"; expected one of: param, fp32, fp32-if-bf16"))
       << dtype;
   EXPECT_TRUE(contains(error_of({"software.clip_grad=-1"}), "software.clip_grad: must be >= 0"));
 }

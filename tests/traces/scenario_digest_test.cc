@@ -93,7 +93,7 @@ std::vector<Mutation> strategy_mutations() {
        [](Scenario& s) { s.software.overlap_param_gather = !s.software.overlap_param_gather; }},
       {"software.grad_reduce_overlap",
        [](Scenario& s) { s.software.grad_reduce_overlap = !s.software.grad_reduce_overlap; }},
-      {"software.grad_reduce_fp32", [](Scenario& s) { s.software.grad_reduce_fp32 = !s.software.grad_reduce_fp32; }},
+      {"software.grad_reduce_dtype", [](Scenario& s) { s.software.grad_reduce_dtype = GradDType::kFp32IfBf16; }},
       {"software.loss_scale_check", [](Scenario& s) { s.software.loss_scale_check = !s.software.loss_scale_check; }},
       {"software.clip_grad", [](Scenario& s) { s.software.clip_grad += 0.5; }},
       {"software.separate_master_copy",
