@@ -70,13 +70,13 @@ SoftwareSpec Resolver::software(const StrategySpec& strategy) const {
   spec.overlap_param_gather = gather_overlap;
   if (spec.overlap_param_gather && strategy.zero_stage != 1 && strategy.zero_stage != 2) {
     fail(gather_path, "overlap_param_gather moves the parameter all-gather of ZeRO stages 1 and 2; it needs "
-                      "strategy.zero_stage 1 or 2, got " + num(strategy.zero_stage) + see("strategy.zero_stage") +
+                      "zero_stage 1 or 2, got " + num(strategy.zero_stage) + see("strategy.zero_stage") +
                           " (stage 3 gathers ahead of every use already)");
   }
   if (spec.tp_comm_overlap && (strategy.sp_mode != SpMode::kMegatron || strategy.tp < 2)) {
     fail(tp_path,
          "tp_comm_overlap overlaps the all-gathers and reduce-scatters of megatron sequence parallelism: it needs "
-         "strategy.sp_mode megatron and strategy.tp > 1, got sp_mode " + std::string(to_string(strategy.sp_mode)) +
+         "sp_mode megatron and tp > 1, got sp_mode " + std::string(to_string(strategy.sp_mode)) +
              ", tp = " + num(strategy.tp) + see("strategy.sp_mode") +
              " (Megatron-Core likewise requires --sequence-parallel)");
   }
