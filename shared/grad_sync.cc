@@ -11,6 +11,15 @@
 // With one data-parallel rank every stage is stage 0. Optimizer offload keeps the fp32 master,
 // Adam moments on the host: gradients go down over PCIe, Adam runs on the CPU, parameters come
 // back up (Colossal-AI HybridAdam / ZeRO-Offload).
+// The software part (docs/software.md) decides the rest: the gradient buffers' dtype
+// (grad_reduce_dtype: fp32 main_grad or the training dtype), whether stage 0/1 buckets are reduced
+// during the backward or after it (grad_reduce_overlap), and the optimizer's bookkeeping: the
+// found-inf all-reduce (max) of fp16 loss scaling and the gradient-norm all-reduce (sum) of
+// clipping, each a 4-byte fp32 all-reduce over the tensor group, then the pipeline group, then the
+// data-parallel group when the optimizer is sharded (an all-reduce over the model-parallel group,
+// as Megatron issues it, written as its factors), before Adam; the passes over the gradients and
+// weights that go with them are in the Adam task's bytes (shared/optimizer_bytes.h).
+#include "shared/optimizer_bytes.h"
 #include "shared/step_state.h"
 
 namespace tandem {
@@ -35,8 +44,8 @@ bool ends_with(const std::string& s, const char* suffix) {
 // Views of every tensor of a unit inside a bucket-sized buffer, and the fused ones kernels use.
 UnitViews make_views(StepState& st, const ParamUnit& u, BufferId whole, int64_t unit_offset, bool params) {
   UnitViews v;
-  const int e = dtype_bytes(st.dims.dtype);
-  const DType dt = st.dims.dtype;
+  const DType dt = params ? st.dims.dtype : st.scenario.grad_dtype();
+  const int e = dtype_bytes(dt);
   int64_t off = unit_offset;
   BufferId first_qkv = kNoId, first_fc1 = kNoId;
   int64_t qkv_off = 0, fc1_off = 0, qkv_len = 0, fc1_len = 0;
@@ -74,7 +83,7 @@ void dp_collective(StepState& st, CollectiveOp op, BufferId in, BufferId out, in
   c.op = op;
   c.group = g;
   c.bytes = bytes;
-  c.dtype = st.dims.dtype;
+  c.dtype = st.program.buffer_at(in).dtype;
   c.phase = ph;
   c.buffers = {in, out};
   st.program.collective(std::move(c), Stream::kGradComm);
@@ -120,12 +129,14 @@ void emit_persistent_state(StepState& st) {
       st.program.set_shard(bb.param_shard, bb.param, r * S * e);
       st.program.alloc(bb.param_shard, Stream::kCompute);
     }
-    bb.grad = st.program.buffer(bname(k, "grads"), E * e, st.dims.dtype, BufferRole::kGrad);
+    const DType gt = st.scenario.grad_dtype();
+    const int g = dtype_bytes(gt);
+    bb.grad = st.program.buffer(bname(k, "grads"), E * g, gt, BufferRole::kGrad);
     if (zero < 2) {
       st.program.alloc(bb.grad, Stream::kCompute);
-      if (zero == 1) bb.grad_shard = st.program.view(bb.grad, r * S * e, S * e, st.dims.dtype, bname(k, "grad_shard"));
+      if (zero == 1) bb.grad_shard = st.program.view(bb.grad, r * S * g, S * g, gt, bname(k, "grad_shard"));
     } else {
-      bb.grad_shard = st.program.buffer(bname(k, "grad_shard"), S * e, st.dims.dtype, BufferRole::kGrad);
+      bb.grad_shard = st.program.buffer(bname(k, "grad_shard"), S * g, gt, BufferRole::kGrad);
       st.program.alloc(bb.grad_shard, Stream::kCompute);
     }
     const int64_t n = zero >= 1 ? S : E;
@@ -157,7 +168,7 @@ void emit_persistent_state(StepState& st) {
 
 void emit_param_gathers(StepState& st) {
   const int zero = zero_stage(st);
-  if ((zero != 1 && zero != 2) || !st.scenario.strategy.overlap_param_gather) return;
+  if ((zero != 1 && zero != 2) || !st.scenario.software.overlap_param_gather) return;
   // The shards the previous iteration's optimizer updated, gathered in the order the forward
   // first uses them (buckets are in backward order). On the first iteration the shards hold the
   // initial values every rank already has, so the losses are those of the gather-after-step order.
@@ -212,14 +223,15 @@ void sync_bucket(StepState& st, int k, int mb) {
   const GradBucket& gb = st.layout.buckets[k];
   const int zero = zero_stage(st);
   BucketBuffers& bb = st.bucket(k);
-  const int e = dtype_bytes(st.dims.dtype);
+  const DType gt = st.scenario.grad_dtype();
+  const int e = dtype_bytes(gt);
   // Megatron-SP: each tensor rank saw a sequence shard, so the replicated norms' gradients are
   // partial sums.
   if (st.dims.seq_parallel)
     for (int u : gb.units)
       if (st.grads(u).norm != kNoId)
         st.tp_collective(CollectiveOp::kAllReduce, st.grads(u).norm, st.grads(u).norm, st.program.buffer_at(st.grads(u).norm).bytes,
-                         Phase::kBackward, st.layout.units[u].layer, -1, ReduceOp::kSum, st.dims.dtype);
+                         Phase::kBackward, st.layout.units[u].layer, -1, ReduceOp::kSum, gt);
   // Tied embeddings across pipeline stages: the first stage's table and the last stage's copy
   // must see the same gradient.
   const GroupId emb = st.groups.embedding(st.coord);
@@ -240,11 +252,10 @@ void sync_bucket(StepState& st, int k, int mb) {
     dp_collective(st, CollectiveOp::kReduceScatter, bb.grad, bb.grad_shard, bytes, Phase::kBackward, dp);
   } else {
     BufferId part = st.program.buffer(st.buffer_name("rs_out", -1, mb).append(".B").append(std::to_string(k)), gb.shard_elements * e,
-                                st.dims.dtype, BufferRole::kComm);
+                                gt, BufferRole::kComm);
     st.program.alloc(part, Stream::kGradComm);
     dp_collective(st, CollectiveOp::kReduceScatter, bb.grad, part, bytes, Phase::kBackward, dp);
-    st.kernel(Kernel::kAccumulate, Phase::kBackward, -1, mb, {gb.shard_elements}, {part}, {bb.grad_shard}, 0,
-              st.dims.dtype);
+    st.kernel(Kernel::kAccumulate, Phase::kBackward, -1, mb, {gb.shard_elements}, {part}, {bb.grad_shard}, 0, gt);
     st.release(part);
     st.release(bb.grad);
     bb.grad_live = false;
@@ -257,16 +268,73 @@ void after_unit_backward(StepState& st, int unit, int mb) {
   const int k = st.layout.bucket_of_unit[unit];
   const GradBucket& gb = st.layout.buckets[k];
   if (unit != gb.units.back() || gb.deferred) return;
-  if (zero_stage(st) < 2 && mb != st.micro_batches - 1) return;
+  if (zero_stage(st) < 2 && (mb != st.micro_batches - 1 || !st.scenario.software.grad_reduce_overlap)) return;
   sync_bucket(st, k, mb);
 }
 
+namespace {
+
+// Buckets reduced after the whole backward: those the layout defers, and with
+// software.grad_reduce_overlap off every bucket of ZeRO stages 0 and 1 (Megatron's local DDP).
+bool reduced_after_backward(const StepState& st, int k) {
+  return st.layout.buckets[k].deferred || (zero_stage(st) < 2 && !st.scenario.software.grad_reduce_overlap);
+}
+
+// A 4-byte fp32 all-reduce of a scalar over the model-parallel group (tensor, then pipeline; then
+// data-parallel when the optimizer is sharded), issued after task `after`. Returns the last task
+// (`after` when no group has two members).
+TaskId model_parallel_scalar(StepState& st, const char* name, ReduceOp reduce, TaskId after) {
+  struct Part {
+    GroupId group;
+    Stream stream;
+  };
+  std::vector<Part> parts;
+  if (st.grid.tp() > 1) parts.push_back({st.groups.tp(st.coord), Stream::kComm});
+  if (st.grid.pp() > 1) parts.push_back({st.groups.pp(st.coord), Stream::kComm});
+  if (zero_stage(st) >= 1) parts.push_back({st.groups.dp(st.coord), Stream::kGradComm});
+  if (parts.empty()) return after;
+  const BufferId scalar = st.program.buffer(name, 4, DType::kFp32, BufferRole::kWorkspace);
+  st.program.alloc(scalar, Stream::kComm);
+  TaskId last = after;
+  for (const Part& p : parts) {
+    Collective c;
+    c.op = CollectiveOp::kAllReduce;
+    c.reduce = reduce;
+    c.group = p.group;
+    c.bytes = 4;
+    c.dtype = DType::kFp32;
+    c.phase = Phase::kOptimizer;
+    c.buffers = {scalar, scalar};
+    if (last == kNoId) last = st.program.collective(std::move(c), p.stream);
+    else last = st.program.collective(std::move(c), p.stream, {last});
+  }
+  st.program.free(scalar, Stream::kComm, {last});
+  return last;
+}
+
+// fp16 loss scaling's found-inf flag (max) and clipping's squared gradient norm (sum), reduced
+// over the model-parallel group after every gradient reduction; returns the task Adam waits for.
+TaskId optimizer_reductions(StepState& st) {
+  const SoftwareSpec& sw = st.scenario.software;
+  // After the last gradient reduction (which follows the backward), else after the backward.
+  TaskId last = st.program.last_on(Stream::kGradComm);
+  if (last == kNoId) last = st.program.last_on(Stream::kCompute);
+  if (sw.loss_scale_check && st.dims.dtype == DType::kFp16)
+    last = model_parallel_scalar(st, "found_inf", ReduceOp::kMax, last);
+  if (sw.clip_grad > 0) last = model_parallel_scalar(st, "grad_norm_sq", ReduceOp::kSum, last);
+  return last;
+}
+
+}  // namespace
+
 void emit_optimizer(StepState& st) {
   for (int k = 0; k < st.bucket_count(); ++k)
-    if (st.layout.buckets[k].deferred) sync_bucket(st, k, -1);
+    if (reduced_after_backward(st, k)) sync_bucket(st, k, -1);
   const int zero = zero_stage(st);
   const int e = dtype_bytes(st.dims.dtype);
   const bool off = offload_optimizer(st);
+  TaskId wait = optimizer_reductions(st);
+  const int64_t step_bytes = optimizer_bytes_per_element(st.scenario);
   for (int k = 0; k < st.bucket_count(); ++k) {
     BucketBuffers& bb = st.bucket(k);
     const GradBucket& gb = st.layout.buckets[k];
@@ -275,7 +343,16 @@ void emit_optimizer(StepState& st) {
     BufferId param = zero == 0 ? bb.param : bb.param_shard;
     if (!off) {
       BufferId master = bb.master != kNoId ? bb.master : param;
-      st.kernel(Kernel::kAdam, Phase::kOptimizer, -1, -1, {n}, {grad}, {master, bb.m, bb.v, param}, 0, st.dims.dtype);
+      Compute c;
+      c.kernel = Kernel::kAdam;
+      c.dtype = st.dims.dtype;
+      c.phase = Phase::kOptimizer;
+      c.dims = {n, 0, step_bytes};
+      c.inputs = {grad};
+      c.outputs = {master, bb.m, bb.v, param};
+      if (wait == kNoId) st.program.compute(std::move(c));
+      else st.program.compute(std::move(c), {wait});
+      wait = kNoId;
     } else {
       // Gradients down, Adam on the CPU over the fp32 master, parameters back up.
       BufferId hgrad = st.program.buffer(bname(k, "host_grad"), n * e, st.dims.dtype, BufferRole::kGrad, Placement::kHost);
@@ -295,7 +372,7 @@ void emit_optimizer(StepState& st) {
       st.program.copy(CopyDirection::kH2D, hparam, param, Stream::kH2D);
       st.program.free(hparam, Stream::kH2D);
     }
-    if ((zero == 1 || zero == 2) && !st.scenario.strategy.overlap_param_gather)
+    if ((zero == 1 || zero == 2) && !st.scenario.software.overlap_param_gather)
       dp_collective(st, CollectiveOp::kAllGather, bb.param_shard, bb.param, gb.elements * e, Phase::kOptimizer,
                     st.groups.dp(st.coord));
     st.release(zero < 2 ? bb.grad : bb.grad_shard);

@@ -9,7 +9,7 @@ int64_t estimate_program_tasks(const Scenario& sc) {
   constexpr const char* what = "the estimate of a rank program's tasks";
   const int64_t layers = sc.model.layers / s.pp;  // on one rank, every chunk of its stage
   const bool sharded_grads = s.dp > 1 && s.zero_stage >= 2;
-  const bool overlap = s.tp_comm_overlap && s.sp_mode == SpMode::kMegatron && s.tp > 1;
+  const bool overlap = sc.software.tp_comm_overlap && s.sp_mode == SpMode::kMegatron && s.tp > 1;
   int64_t per_layer = 100 + (sharded_grads ? 16 : 0) + (overlap ? checked_mul(32, s.tp, what) : 0);
   if (s.recompute == Recompute::kFull) per_layer *= 2;
   else if (s.recompute == Recompute::kSelective) per_layer += 20;

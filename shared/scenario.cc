@@ -53,6 +53,7 @@ const char* to_string(Recompute v) { return spelled(kRecomputeSpellings, v); }
 const char* to_string(Offload v) { return spelled(kOffloadSpellings, v); }
 const char* to_string(Topology v) { return spelled(kTopologySpellings, v); }
 const char* to_string(CollectiveAlgorithm v) { return spelled(kCollectiveAlgorithmSpellings, v); }
+const char* to_string(GradDType v) { return spelled(kGradDTypeSpellings, v); }
 
 int64_t ModelSpec::parameters() const {
   const int64_t h = hidden;

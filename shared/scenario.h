@@ -20,6 +20,9 @@ enum class Recompute : uint8_t { kNone, kSelective, kFull };
 enum class Offload : uint8_t { kNone, kOptimizer, kParams, kAuto };
 enum class Topology : uint8_t { kFatTree, kRailOptimized };
 enum class CollectiveAlgorithm : uint8_t { kAuto, kRing, kTree };
+// software.grad_reduce_dtype: the training dtype, fp32, or fp32 for bf16 runs only (Megatron's
+// --accumulate-allreduce-grads-in-fp32: off by default, forced on for bf16).
+enum class GradDType : uint8_t { kParam, kFp32, kFp32IfBf16 };
 
 int dtype_bytes(DType t);
 const char* to_string(DType t);
@@ -32,6 +35,7 @@ const char* to_string(Recompute v);
 const char* to_string(Offload v);
 const char* to_string(Topology v);
 const char* to_string(CollectiveAlgorithm v);
+const char* to_string(GradDType v);
 
 struct ModelSpec {
   std::string name;
@@ -99,12 +103,27 @@ struct StrategySpec {
   double bucket_mb = 25;
   bool flash_attention = false;
   CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::kAuto;
-  bool tp_comm_overlap = false;  // ring-exchange tensor-parallel comm under the GEMMs
-  bool overlap_param_gather = false;  // ZeRO-1/2 parameter all-gather at the next forward
 
   int world_size() const { return dp * tp * pp * sp; }
   // Micro-batches each pipeline runs per iteration: global_batch / (dp * micro_batch).
   int micro_batches() const { return global_batch / (dp * micro_batch); }
+};
+
+// The training framework's behaviour (shared/proto/scenario.proto, message Software; presets in
+// scenarios/software/, docs/software.md). The defaults here are the bare schedule with none of a
+// framework's bookkeeping (what tandem generated before software profiles): a scenario file always
+// resolves a preset, megatron-core-0.8 unless it names another.
+struct SoftwareSpec {
+  std::string preset;
+  std::string framework;
+  std::string source;
+  bool grad_reduce_overlap = true;    // DP buckets reduced during the backward (else after it)
+  GradDType grad_reduce_dtype = GradDType::kParam;  // the gradient buffers' dtype
+  bool overlap_param_gather = false;  // ZeRO-1/2 parameter all-gather at the next forward
+  bool tp_comm_overlap = false;       // ring-exchange tensor-parallel comm under the GEMMs
+  bool loss_scale_check = false;      // fp16: unscale + inf/nan check and its model-parallel all-reduce
+  double clip_grad = 0;               // > 0: gradient-norm pass and its all-reduce
+  bool separate_master_copy = false;  // fp32 grad cast and master -> model copy as passes of their own
 };
 
 struct Scenario {
@@ -114,7 +133,16 @@ struct Scenario {
   ModelSpec model;
   ClusterSpec cluster;
   StrategySpec strategy;
+  SoftwareSpec software;
   uint64_t seed = 1234;
+
+  // The dtype of the gradient buffers the backward accumulates into and the data-parallel
+  // reduction moves (software.grad_reduce_dtype).
+  DType grad_dtype() const {
+    const GradDType g = software.grad_reduce_dtype;
+    const bool fp32 = g == GradDType::kFp32 || (g == GradDType::kFp32IfBf16 && strategy.dtype == DType::kBf16);
+    return fp32 ? DType::kFp32 : strategy.dtype;
+  }
 };
 
 // Reads a scenario file (protobuf text format), applies the --set overrides in order

@@ -1,5 +1,5 @@
 // Reads a scenario: protobuf text -> --set overrides -> cluster preset -> resolved, checked specs
-// (scenario_text.cc, scenario_overrides.cc, cluster_preset.cc, then the resolver:
+// (scenario_text.cc, scenario_overrides.cc, scenario_presets.cc, then the resolver:
 // scenario_resolver.cc, cluster_rules.cc, strategy_rules.cc).
 //
 // Every error names where the offending value came from, so the user can fix it:

@@ -27,6 +27,8 @@ class Resolver {
   ModelSpec model() const;
   ClusterSpec cluster() const;
   StrategySpec strategy(const ModelSpec& model, const ClusterSpec& cluster) const;
+  // software_rules.cc; checks the overlaps against the resolved strategy.
+  SoftwareSpec software(const StrategySpec& strategy) const;
 
   [[noreturn]] void fail(const std::string& path, const std::string& rule) const;
   // " (FILE:LINE)" for a field the message mentions besides the one at fault.

@@ -20,6 +20,8 @@ inline constexpr Spelling<DType> kDTypeSpellings[] = {{DType::kFp32, "fp32"},   
                                                       {DType::kUint8, "uint8"}};
 // strategy.dtype takes the first three; int32 and uint8 are the element types of tokens and masks.
 inline constexpr size_t kStrategyDTypeCount = 3;
+inline constexpr Spelling<GradDType> kGradDTypeSpellings[] = {
+    {GradDType::kParam, "param"}, {GradDType::kFp32, "fp32"}, {GradDType::kFp32IfBf16, "fp32-if-bf16"}};
 inline constexpr Spelling<Norm> kNormSpellings[] = {{Norm::kLayerNorm, "layernorm"}, {Norm::kRmsNorm, "rmsnorm"}};
 inline constexpr Spelling<Activation> kActivationSpellings[] = {{Activation::kGelu, "gelu"},
                                                                 {Activation::kSwiglu, "swiglu"}};

@@ -1,5 +1,5 @@
 // The scenario loader's text side, private to its files (scenario_loader.cc, scenario_text.cc,
-// scenario_overrides.cc, cluster_preset.cc, the resolver): parsing protobuf text with errors that
+// scenario_overrides.cc, scenario_presets.cc, the resolver): parsing protobuf text with errors that
 // show file, line and the offending text, and remembering where each field's value came from
 // (a file line, a preset's line, or a --set) so that a rule broken later names it.
 #pragma once
@@ -68,8 +68,11 @@ std::string field_names(const google::protobuf::Descriptor* d);
 
 // One --set part.field=value (scenario_overrides.cc).
 void apply_override(proto::Scenario& scenario, const std::string& assignment, Origins& origins);
-// cluster.preset: load the named preset (embedded, or a file), then let the scenario's own cluster
-// fields override it (cluster_preset.cc).
+// The software preset a scenario without software.preset runs: the framework a new user most
+// likely trains with today (docs/software.md).
+inline constexpr const char* kDefaultSoftwarePreset = "megatron-core-0.8";
+// cluster.preset and software.preset: load each named preset (embedded, or a file), then let the
+// scenario's own fields of that part override it (scenario_presets.cc).
 void merge_preset(proto::Scenario& scenario, Origins& origins);
 
 }  // namespace tandem

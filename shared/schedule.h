@@ -48,7 +48,7 @@ enum class Stream : uint8_t {
   kD2H,       // device-to-host copies (offload)
   kHost,      // work on the host CPU (offloaded optimizer)
   kTpSend,    // tensor parallelism with comm/GEMM overlap: ring-exchange sends to the next tp rank
-  kTpRecv,    //   and receives from the previous one (strategy.tp_comm_overlap)
+  kTpRecv,    //   and receives from the previous one (software.tp_comm_overlap)
 };
 inline constexpr int kStreamCount = 12;
 
@@ -122,7 +122,8 @@ enum class Kernel : uint8_t {
   kCrossEntropyTarget, // same dims              in {logits, targets} out {target_logit}
   kCrossEntropyLoss,   // same dims              in {max, sum_exp, target_logit} out {loss}+=
   kCrossEntropyBwd,    // same dims + {tokens_in_batch} in {logits, targets, max, sum_exp} out {dlogits}
-  kAdam,               // dims {n, step}         in {grad}            out {master, m, v, param}
+  kAdam,               // dims {n, step, bytes_per_element} in {grad} out {master, m, v, param}
+                       //   (bytes_per_element: the framework's whole step, for the cost only)
 };
 inline constexpr int kKernelCount = 24;
 

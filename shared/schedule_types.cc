@@ -178,8 +178,9 @@ double Compute::bytes_moved() const {
       return 16.0 * double(d[0]);
     case Kernel::kCrossEntropyBwd:
       return 2.0 * e * double(d[0]) * double(d[1]);
-    case Kernel::kAdam:  // grad in; fp32 master, m, v read and written; param written
-      return double(d[0]) * (e + 24.0 + e);
+    case Kernel::kAdam:  // dims[2]: the step's bytes per element (shared/optimizer_bytes.h), when given;
+                         // else grad in, fp32 master, m, v read and written, param written
+      return double(d[0]) * (d[2] > 0 ? double(d[2]) : e + 24.0 + e);
   }
   return 0.0;
 }

@@ -15,7 +15,7 @@ StepDims make_dims(const Scenario& sc, int tp_index) {
   d.n = int64_t(s.micro_batch) * m.seq_len;
   d.seq_parallel = s.sp_mode == SpMode::kMegatron && s.tp > 1;
   d.n_local = d.seq_parallel ? d.n / s.tp : d.n;
-  d.tp_overlap = d.seq_parallel && s.tp_comm_overlap;
+  d.tp_overlap = d.seq_parallel && sc.software.tp_comm_overlap;
   d.hidden = m.hidden;
   d.heads = m.heads / s.tp;
   d.kv_heads = m.kv_heads / s.tp;

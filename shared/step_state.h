@@ -166,7 +166,7 @@ class StepState {
   std::map<int, BufferId> targets_;                 // mb -> targets loaded with the tokens (pp == 1)
 };
 
-// tp_overlap.cc (strategy.tp_comm_overlap). A BlockGemm multiplies `rows` rows of `in` into `out`.
+// tp_overlap.cc (software.tp_comm_overlap). A BlockGemm multiplies `rows` rows of `in` into `out`.
 using BlockGemm = std::function<void(BufferId in, BufferId out, int64_t rows)>;
 // Gathers the sequence shard over the tensor ring while gemm() runs on each block as it arrives,
 // writing the matching row block of `out` (rows of out_cols elements). Returns the gathered
@@ -188,7 +188,7 @@ void emit_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x);
 BufferId emit_head_backward(StepState& st, int unit, int chunk, int mb);
 // grad_sync.cc: persistent state, ZeRO gathers, gradient reduction, optimizer.
 void emit_persistent_state(StepState& st);
-void emit_param_gathers(StepState& st);  // strategy.overlap_param_gather
+void emit_param_gathers(StepState& st);  // software.overlap_param_gather
 void ensure_params(StepState& st, int unit, bool forward);
 void release_params_after(StepState& st, int unit, bool forward);
 void ensure_grads(StepState& st, int unit);

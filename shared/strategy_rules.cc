@@ -62,14 +62,6 @@ StrategySpec Resolver::strategy(const ModelSpec& model, const ClusterSpec& clust
   spec.global_batch = p.global_batch();
   spec.bucket_mb = p.bucket_mb();
   spec.flash_attention = p.flash_attention();
-  spec.tp_comm_overlap = p.tp_comm_overlap();
-  spec.overlap_param_gather = p.overlap_param_gather();
-  if (spec.overlap_param_gather && spec.zero_stage != 1 && spec.zero_stage != 2) {
-    fail("strategy.overlap_param_gather", "overlap_param_gather moves the parameter all-gather of ZeRO stages 1 and 2; "
-                                          "it needs zero_stage 1 or 2, got " + num(spec.zero_stage) +
-                                              see("strategy.zero_stage") +
-                                              " (stage 3 gathers ahead of every use already)");
-  }
 
   // Data parallelism: the rest of the GPUs.
   const int64_t model_parallel = int64_t{spec.tp} * spec.pp * spec.sp;
@@ -200,12 +192,6 @@ StrategySpec Resolver::strategy(const ModelSpec& model, const ClusterSpec& clust
       fail("strategy.sp_mode", "megatron sequence parallelism needs tp = " + num(tp) + " to divide model.seq_len = " +
                                    num(model.seq_len) + see("model.seq_len"));
     }
-  }
-  if (spec.tp_comm_overlap && (spec.sp_mode != SpMode::kMegatron || tp < 2)) {
-    fail("strategy.tp_comm_overlap",
-         "tp_comm_overlap overlaps the all-gathers and reduce-scatters of megatron sequence parallelism: it needs "
-         "sp_mode megatron and tp > 1, got sp_mode " + std::string(to_string(spec.sp_mode)) + ", tp = " + num(tp) +
-             see("strategy.sp_mode") + " (Megatron-Core likewise requires --sequence-parallel)");
   }
   return spec;
 }

@@ -1,5 +1,5 @@
 // Megatron-SP's all-gathers and reduce-scatters as ring exchanges under the GEMMs
-// (strategy.tp_comm_overlap), the way Transformer Engine's userbuffers run them for Megatron-Core
+// (software.tp_comm_overlap), the way Transformer Engine's userbuffers run them for Megatron-Core
 // --tp-comm-overlap. The sequence-sharded activations are t row blocks of the full [n, h] (block
 // k is tensor rank k's shard); the tensor ranks form a ring, rank i sending to i+1 on kTpSend and
 // receiving from i-1 on kTpRecv, one block per step, while the compute stream multiplies the

@@ -39,7 +39,7 @@ constexpr int64_t kTimelinePerEvent = 45 + 160;
 int expected_fold(const Schedule& schedule, const SimOptions& o) {
   const StrategySpec& s = schedule.scenario().strategy;
   const bool may_fold = o.fold_tensor_parallel && o.closed_form_uncontended && o.share_class_programs &&
-                        !s.tp_comm_overlap && s.tp > 1 && s.tp <= schedule.scenario().cluster.gpus_per_node;
+                        !schedule.scenario().software.tp_comm_overlap && s.tp > 1 && s.tp <= schedule.scenario().cluster.gpus_per_node;
   return may_fold ? s.tp : 1;
 }
 

@@ -117,8 +117,15 @@ std::string scenario_canonical_text(const Scenario& s) {
   t.add("strategy.bucket_mb", st.bucket_mb);
   t.add("strategy.flash_attention", st.flash_attention);
   t.add("strategy.collective_algorithm", to_string(st.collective_algorithm));
-  t.add("strategy.tp_comm_overlap", st.tp_comm_overlap);
-  t.add("strategy.overlap_param_gather", st.overlap_param_gather);
+
+  const SoftwareSpec& sw = s.software;
+  t.add("software.grad_reduce_overlap", sw.grad_reduce_overlap);
+  t.add("software.grad_reduce_dtype", to_string(sw.grad_reduce_dtype));
+  t.add("software.overlap_param_gather", sw.overlap_param_gather);
+  t.add("software.tp_comm_overlap", sw.tp_comm_overlap);
+  t.add("software.loss_scale_check", sw.loss_scale_check);
+  t.add("software.clip_grad", sw.clip_grad);
+  t.add("software.separate_master_copy", sw.separate_master_copy);
 
   t.add("seed", uint64_t{s.seed});
   return t.take();

@@ -63,6 +63,10 @@ void check_cuda_scenario(const Scenario& sc) {
   if (sc.model.dropout > 0)
     throw Error(sc.origin + ": model.dropout: the CUDA driver has no dropout kernel, got " +
                 std::to_string(sc.model.dropout) + " (use --set model.dropout=0)");
+  if (sc.grad_dtype() != sc.strategy.dtype)
+    throw Error(sc.origin + ": software.grad_reduce_dtype: the CUDA driver's weight-gradient GEMMs write gradients "
+                "of the training dtype, not fp32 main_grad (" + sc.software.preset + " reduces " +
+                to_string(sc.strategy.dtype) + " training in fp32; use --set software.grad_reduce_dtype=param)");
 }
 
 int cuda_device_count() {

@@ -2,6 +2,9 @@
 """Prediction error of `tandem sim` on the public reference data (traces/reference/, copied from
 ../shared/reference/ with their source lines). No per-row tuning: every row runs with the same
 model settings; the table and the median / worst errors go to stdout (recorded in docs/sim.md).
+Each set runs with the software preset of the framework that produced it (docs/software.md):
+Korthikanti et al. 2022 with megatron-lm-2022, the Megatron-Core table with megatron-core-0.8
+plus the overlap flags its source says were on.
 
   tests/bench/sim_reference_error.py [--bin build/bin/tandem-sim] [--only korthikanti|megatron]
 """
@@ -40,7 +43,9 @@ def korthikanti(binary, timeout):
                   f"strategy.pp={r['pp']}", "strategy.dp=1", f"strategy.global_batch={r['global_batch']}",
                   f"strategy.micro_batch={r['micro_batch']}", "strategy.dtype=fp16",
                   f"strategy.virtual_stages={v}",
-                  f"strategy.pp_schedule={'interleaved' if v > 1 else '1f1b'}"]
+                  f"strategy.pp_schedule={'interleaved' if v > 1 else '1f1b'}",
+                  # Megatron-LM v3.0, the release of the paper (selective recompute, sequence parallelism).
+                  "software.preset=megatron-lm-2022"]
         for mode, col, extra in (("full", "iter_time_full_s", ["strategy.recompute=full"]),
                                  ("seqsel", "iter_time_seqsel_s",
                                   ["strategy.recompute=selective", "strategy.sp_mode=megatron"])):
@@ -67,9 +72,11 @@ def megatron(binary, timeout, max_gpus):
                 f"strategy.global_batch={r['global_batch']}", "strategy.micro_batch=1", "strategy.dtype=bf16",
                 "strategy.recompute=none", "strategy.flash_attention=true", "strategy.zero_stage=1",
                 f"strategy.sp_mode={'megatron' if int(r['tp']) > 1 else 'none'}",
-                # The source says "DP/TP/PP overlap on": Megatron-Core --tp-comm-overlap.
-                f"strategy.tp_comm_overlap={'true' if int(r['tp']) > 1 else 'false'}",
-                "strategy.overlap_param_gather=true",
+                "software.preset=megatron-core-0.8",
+                # The source says "DP/TP/PP overlap on": --overlap-grad-reduce, --overlap-param-gather,
+                # --tp-comm-overlap (which needs sequence parallelism, so tp > 1).
+                "software.grad_reduce_overlap=true", "software.overlap_param_gather=true",
+                f"software.tp_comm_overlap={'true' if int(r['tp']) > 1 else 'false'}",
                 # Megatron-Core's DDP bucket: max(40M, 1M * dp) parameters (distributed_data_parallel.py).
                 f"strategy.bucket_mb={max(40e6, 1e6 * int(r['dp'])) * 2 / 2**20:.1f}"]
         label = f"megatron-core {r['name']} (TFLOP/s/GPU)"

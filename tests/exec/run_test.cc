@@ -58,8 +58,8 @@ const Strategy kStrategies[] = {
     // (shared/tp_overlap.cc): row blocks received into views of one buffer while GEMMs run on
     // the others. tp 4 has middle ring steps (forwarded blocks, partial sums received and sent
     // on) that tp 2 has not.
-    {"tp2_megatron_overlap", "-n 2 --set strategy.tp=2 --set strategy.sp_mode=megatron --set strategy.tp_comm_overlap=true"},
-    {"tp4_megatron_overlap", "-n 4 --set strategy.tp=4 --set strategy.sp_mode=megatron --set strategy.tp_comm_overlap=true"},
+    {"tp2_megatron_overlap", "-n 2 --set strategy.tp=2 --set strategy.sp_mode=megatron --set software.tp_comm_overlap=true"},
+    {"tp4_megatron_overlap", "-n 4 --set strategy.tp=4 --set strategy.sp_mode=megatron --set software.tp_comm_overlap=true"},
     {"full_recompute", "-n 1 --set strategy.recompute=full"},
 };
 

@@ -510,8 +510,8 @@ TEST(scenario_loader, TpCommOverlapNeedsMegatronSpAndTensorParallelism) {
             0u)
       << message;
   // Megatron-SP with tp 2: accepted; off by default.
-  EXPECT_TRUE(parse(megatron).strategy.tp_comm_overlap);
-  EXPECT_FALSE(parse(Doc().set("strategy.sp_mode", "\"megatron\"")).strategy.tp_comm_overlap);
+  EXPECT_TRUE(parse(megatron).software.tp_comm_overlap);
+  EXPECT_FALSE(parse(Doc().set("strategy.sp_mode", "\"megatron\"")).software.tp_comm_overlap);
 }
 
 TEST(scenario_loader, ZeroStage) {

@@ -1,4 +1,4 @@
-// strategy.tp_comm_overlap (shared/tp_overlap.cc): Megatron-SP's all-gathers and reduce-scatters
+// software.tp_comm_overlap (shared/tp_overlap.cc): Megatron-SP's all-gathers and reduce-scatters
 // as ring exchanges on kTpSend / kTpRecv. The number of exchanges per layer and micro-batch, their
 // size, and their peers (the next and previous tensor rank, wrapping around the ring), both in the
 // programs each rank generates and through Schedule::peer_for from the class representative's.
@@ -18,7 +18,7 @@ namespace {
 // Megatron-SP over tp and the overlap on.
 std::vector<std::string> overlap_sets(int gpus, int tp, std::vector<std::string> more = {}) {
   std::vector<std::string> v = {"cluster.gpus=" + std::to_string(gpus), "strategy.tp=" + std::to_string(tp),
-                                "strategy.sp_mode=megatron", "strategy.tp_comm_overlap=true"};
+                                "strategy.sp_mode=megatron", "software.tp_comm_overlap=true"};
   v.insert(v.end(), more.begin(), more.end());
   return v;
 }

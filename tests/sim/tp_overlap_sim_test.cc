@@ -1,4 +1,4 @@
-// strategy.tp_comm_overlap in the simulator: a tp 8 Megatron-SP layer stack on one DGX H100 node,
+// software.tp_comm_overlap in the simulator: a tp 8 Megatron-SP layer stack on one DGX H100 node,
 // with GPU-sized shapes on the tiny GPT's small layer count so that it replays in well under 2 s.
 //
 // Without the overlap, each layer's forward waits on the compute stream for two all-gathers
@@ -29,7 +29,7 @@ Schedule h100_tp8(bool overlap) {
       "strategy.dtype=bf16",     "strategy.flash_attention=true",
       "model.layers=2",          "model.hidden=8192",      "model.heads=64",         "model.seq_len=4096",
       "strategy.micro_batch=1",  "strategy.global_batch=2"};
-  if (overlap) sets.push_back("strategy.tp_comm_overlap=true");
+  if (overlap) sets.push_back("software.tp_comm_overlap=true");
   return Schedule(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
 }
 
@@ -37,7 +37,7 @@ TEST(TpCommOverlapSim, HidesTensorParallelCommunication) {
   const Schedule plain = h100_tp8(false), overlapped = h100_tp8(true);
   ASSERT_EQ(plain.world_size(), 8);
   ASSERT_EQ(plain.scenario().strategy.micro_batches(), 2);
-  ASSERT_TRUE(overlapped.scenario().strategy.tp_comm_overlap);
+  ASSERT_TRUE(overlapped.scenario().software.tp_comm_overlap);
   SimResult a, b;
   ASSERT_NO_THROW(a = simulate(plain, {}));
   ASSERT_NO_THROW(b = simulate(overlapped, {}));

@@ -88,9 +88,22 @@ std::vector<Mutation> strategy_mutations() {
       {"strategy.flash_attention", [](Scenario& s) { s.strategy.flash_attention = !s.strategy.flash_attention; }},
       {"strategy.collective_algorithm",
        [](Scenario& s) { s.strategy.collective_algorithm = CollectiveAlgorithm::kTree; }},
-      {"strategy.tp_comm_overlap", [](Scenario& s) { s.strategy.tp_comm_overlap = !s.strategy.tp_comm_overlap; }},
-      {"strategy.overlap_param_gather",
-       [](Scenario& s) { s.strategy.overlap_param_gather = !s.strategy.overlap_param_gather; }},
+  };
+}
+
+// preset, framework and source name the values; the values are what the digest covers.
+std::vector<Mutation> software_mutations() {
+  return {
+      {"software.tp_comm_overlap", [](Scenario& s) { s.software.tp_comm_overlap = !s.software.tp_comm_overlap; }},
+      {"software.overlap_param_gather",
+       [](Scenario& s) { s.software.overlap_param_gather = !s.software.overlap_param_gather; }},
+      {"software.grad_reduce_overlap",
+       [](Scenario& s) { s.software.grad_reduce_overlap = !s.software.grad_reduce_overlap; }},
+      {"software.grad_reduce_dtype", [](Scenario& s) { s.software.grad_reduce_dtype = GradDType::kFp32IfBf16; }},
+      {"software.loss_scale_check", [](Scenario& s) { s.software.loss_scale_check = !s.software.loss_scale_check; }},
+      {"software.clip_grad", [](Scenario& s) { s.software.clip_grad += 0.5; }},
+      {"software.separate_master_copy",
+       [](Scenario& s) { s.software.separate_master_copy = !s.software.separate_master_copy; }},
   };
 }
 
@@ -109,8 +122,10 @@ TEST(TraceScenarioDigest, MutationsCoverEveryField) {
   EXPECT_EQ(cluster_mutations().size(), field_count<ClusterSpec>()) << "ClusterSpec changed: update scenario_digest.cc";
   EXPECT_EQ(strategy_mutations().size(), field_count<StrategySpec>())
       << "StrategySpec changed: update scenario_digest.cc";
-  // name, description, origin (left out on purpose), model, cluster, strategy, seed.
-  EXPECT_EQ(field_count<Scenario>(), 7u) << "Scenario changed: update scenario_digest.cc";
+  EXPECT_EQ(software_mutations().size() + 3, field_count<SoftwareSpec>())
+      << "SoftwareSpec changed: update scenario_digest.cc";
+  // name, description, origin (left out on purpose), model, cluster, strategy, software, seed.
+  EXPECT_EQ(field_count<Scenario>(), 8u) << "Scenario changed: update scenario_digest.cc";
 }
 
 TEST(TraceScenarioDigest, ChangesWhenAnyFieldChanges) {
@@ -118,6 +133,7 @@ TEST(TraceScenarioDigest, ChangesWhenAnyFieldChanges) {
   std::vector<Mutation> all = model_mutations();
   for (auto& m : cluster_mutations()) all.push_back(m);
   for (auto& m : strategy_mutations()) all.push_back(m);
+  for (auto& m : software_mutations()) all.push_back(m);
   all.push_back({"seed", [](Scenario& s) { s.seed++; }});
 
   std::set<std::string> digests{scenario_digest(base)};

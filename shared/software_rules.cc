@@ -1,0 +1,86 @@
+// The resolver's software part (shared/proto/scenario.proto, message Software): every field of the
+// merged preset is required (a preset file gives them all, docs/software.md), the dtype spelled
+// param | fp32 | fp32-if-bf16, clip_grad finite and >= 0, and the two overlaps checked against the strategy.
+// strategy.tp_comm_overlap and strategy.overlap_param_gather, their deprecated spellings, are still
+// read for one release: used when the software part does not set the field, with a note on stderr.
+#include <iostream>
+#include <utility>
+#include <string>
+
+#include "shared/error.h"
+#include "shared/scenario_resolver.h"
+
+namespace tandem {
+
+namespace {
+
+// The Software fields a preset must give (all but preset, framework and source).
+std::string required_fields() {
+  return "grad_reduce_overlap, grad_reduce_dtype, overlap_param_gather, tp_comm_overlap, loss_scale_check, "
+         "clip_grad, separate_master_copy";
+}
+
+}  // namespace
+
+SoftwareSpec Resolver::software(const StrategySpec& strategy) const {
+  const proto::Software& p = s_.software();
+  SoftwareSpec spec;
+  spec.preset = p.preset();
+  spec.framework = p.framework();
+  spec.source = p.source();
+  auto need = [&](bool has, const char* field) {
+    if (!has)
+      fail(std::string("software.") + field, "required field is missing: a software preset gives every one of " +
+                                                 required_fields() + see("software.preset"));
+  };
+  need(p.has_grad_reduce_overlap(), "grad_reduce_overlap");
+  need(p.has_grad_reduce_dtype(), "grad_reduce_dtype");
+  need(p.has_overlap_param_gather(), "overlap_param_gather");
+  need(p.has_tp_comm_overlap(), "tp_comm_overlap");
+  need(p.has_loss_scale_check(), "loss_scale_check");
+  need(p.has_clip_grad(), "clip_grad");
+  need(p.has_separate_master_copy(), "separate_master_copy");
+
+  spec.grad_reduce_overlap = p.grad_reduce_overlap();
+  spec.grad_reduce_dtype = choice("software.grad_reduce_dtype", p.grad_reduce_dtype(), kGradDTypeSpellings);
+  spec.loss_scale_check = p.loss_scale_check();
+  finite_at_most("software.clip_grad", p.clip_grad(), 1e6, "(a gradient-norm threshold)");
+  if (p.clip_grad() < 0) fail("software.clip_grad", "must be >= 0 (0: no clipping), got " + num(p.clip_grad()));
+  spec.clip_grad = p.clip_grad();
+  spec.separate_master_copy = p.separate_master_copy();
+
+  // The two overlaps: the software field, else the deprecated strategy spelling when given.
+  auto overlap = [&](const char* field, bool software_value) -> std::pair<bool, std::string> {
+    const std::string old = std::string("strategy.") + field, now = std::string("software.") + field;
+    const proto::Strategy& st = s_.strategy();
+    const bool given = field == std::string("tp_comm_overlap") ? st.has_tp_comm_overlap() : st.has_overlap_param_gather();
+    const bool value = field == std::string("tp_comm_overlap") ? st.tp_comm_overlap() : st.overlap_param_gather();
+    // The old spelling overrides a preset's value, not a software field the user set.
+    const bool user_set_software = o_.where.count(now) && o_.at(now).find("(preset of ") == std::string::npos;
+    if (given && !user_set_software) {
+      std::cerr << o_.at(old) << ": " << old << " is deprecated and will be refused in the next release: write "
+                << now << " (docs/software.md)\n";
+      return {value, old};
+    }
+    return {software_value, now};
+  };
+  const auto [tp_overlap, tp_path] = overlap("tp_comm_overlap", p.tp_comm_overlap());
+  const auto [gather_overlap, gather_path] = overlap("overlap_param_gather", p.overlap_param_gather());
+  spec.tp_comm_overlap = tp_overlap;
+  spec.overlap_param_gather = gather_overlap;
+  if (spec.overlap_param_gather && strategy.zero_stage != 1 && strategy.zero_stage != 2) {
+    fail(gather_path, "overlap_param_gather moves the parameter all-gather of ZeRO stages 1 and 2; it needs "
+                      "zero_stage 1 or 2, got " + num(strategy.zero_stage) + see("strategy.zero_stage") +
+                          " (stage 3 gathers ahead of every use already)");
+  }
+  if (spec.tp_comm_overlap && (strategy.sp_mode != SpMode::kMegatron || strategy.tp < 2)) {
+    fail(tp_path,
+         "tp_comm_overlap overlaps the all-gathers and reduce-scatters of megatron sequence parallelism: it needs "
+         "sp_mode megatron and tp > 1, got sp_mode " + std::string(to_string(strategy.sp_mode)) +
+             ", tp = " + num(strategy.tp) + see("strategy.sp_mode") +
+             " (Megatron-Core likewise requires --sequence-parallel)");
+  }
+  return spec;
+}
+
+}  // namespace tandem

@@ -1,0 +1,225 @@
+// The software part of a scenario (docs/software.md): the presets load with the values their
+// comments cite from the frameworks' sources, bad names and fields are refused with the file, line
+// and the valid choices, and every software item changes the schedule as the framework does:
+// gradient buffers' dtype, the data-parallel reduction after the backward, the found-inf and
+// gradient-norm all-reduces over the model-parallel group, and the optimizer step's bytes.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "schedule_test_util.h"
+#include "shared/error.h"
+#include "shared/optimizer_bytes.h"
+#include "shared/schedule.h"
+
+namespace tandem {
+namespace {
+
+using testing::tiny;
+
+std::string error_of(const std::vector<std::string>& sets) {
+  try {
+    tiny(sets);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Values from the frameworks' sources, as the preset files cite them.
+TEST(SoftwarePresets, ValuesFromTheFrameworkSources) {
+  // Megatron-LM v2.5: local DDP reduces after the backward (training.py:369), fp16 main_grad by
+  // default (arguments.py:553), --clip-grad 1.0 (arguments.py:347).
+  const SoftwareSpec lm21 = tiny({"software.preset=megatron-lm-2021"}).software;
+  EXPECT_EQ(lm21.preset, "megatron-lm-2021");
+  EXPECT_FALSE(lm21.grad_reduce_overlap);
+  EXPECT_EQ(lm21.grad_reduce_dtype, GradDType::kFp32IfBf16);
+  EXPECT_FALSE(lm21.overlap_param_gather);
+  EXPECT_FALSE(lm21.tp_comm_overlap);
+  EXPECT_TRUE(lm21.loss_scale_check);
+  EXPECT_EQ(lm21.clip_grad, 1.0);
+  EXPECT_TRUE(lm21.separate_master_copy);
+  const SoftwareSpec lm22 = tiny({"software.preset=megatron-lm-2022"}).software;
+  EXPECT_FALSE(lm22.grad_reduce_overlap);
+  EXPECT_EQ(lm22.grad_reduce_dtype, GradDType::kFp32IfBf16);
+  EXPECT_EQ(lm22.clip_grad, 1.0);
+  // Megatron-Core r0.8: overlap_grad_reduce False by default, fp32 grads for bf16.
+  const SoftwareSpec core = tiny({"software.preset=megatron-core-0.8"}).software;
+  EXPECT_FALSE(core.grad_reduce_overlap);
+  EXPECT_EQ(core.grad_reduce_dtype, GradDType::kFp32IfBf16);
+  EXPECT_FALSE(core.overlap_param_gather);
+  EXPECT_FALSE(core.tp_comm_overlap);
+  EXPECT_EQ(core.clip_grad, 1.0);
+  // DeepSpeed v0.5 pipeline engine: ReduceGrads after the schedule, fp32_allreduce False,
+  // gradient_clipping 1.0 in the Megatron-DeepSpeed ZeRO-1 example.
+  const SoftwareSpec ds = tiny({"software.preset=deepspeed-megatron-2021"}).software;
+  EXPECT_FALSE(ds.grad_reduce_overlap);
+  EXPECT_EQ(ds.grad_reduce_dtype, GradDType::kParam);
+  EXPECT_TRUE(ds.loss_scale_check);
+  EXPECT_EQ(ds.clip_grad, 1.0);
+}
+
+TEST(SoftwarePresets, DefaultIsMegatronCore) {
+  const Scenario s = tiny({});
+  EXPECT_EQ(s.software.preset, "megatron-core-0.8");
+  EXPECT_EQ(s.grad_dtype(), DType::kFp32);  // tiny-gpt trains fp32
+  EXPECT_EQ(tiny({"strategy.dtype=bf16"}).grad_dtype(), DType::kFp32);
+  EXPECT_EQ(tiny({"strategy.dtype=fp16"}).grad_dtype(), DType::kFp16);
+}
+
+TEST(SoftwarePresets, FieldsOverrideThePreset) {
+  const Scenario s = tiny({"software.preset=megatron-lm-2021", "software.clip_grad=0", "software.grad_reduce_overlap=true",
+                           "software.grad_reduce_dtype=fp32"});
+  EXPECT_EQ(s.software.clip_grad, 0.0);
+  EXPECT_TRUE(s.software.grad_reduce_overlap);
+  EXPECT_EQ(s.software.grad_reduce_dtype, GradDType::kFp32);
+  EXPECT_TRUE(s.software.loss_scale_check);  // from the preset
+}
+
+TEST(SoftwarePresets, PresetFromAPath) {
+  const Scenario s =
+      tiny({"software.preset=" + std::string(TANDEM_SOURCE_DIR) + "/scenarios/software/megatron-lm-2022.textproto"});
+  EXPECT_FALSE(s.software.grad_reduce_overlap);
+  EXPECT_EQ(s.software.grad_reduce_dtype, GradDType::kFp32IfBf16);
+}
+
+TEST(SoftwarePresets, BadNamesAndFieldsSayTheChoices) {
+  const std::string unknown = error_of({"software.preset=megatron-9"});
+  EXPECT_TRUE(contains(unknown, "--set software.preset=megatron-9")) << unknown;
+  EXPECT_TRUE(contains(unknown, "unknown preset \"megatron-9\"")) << unknown;
+  EXPECT_TRUE(contains(unknown, "deepspeed-megatron-2021, megatron-core-0.8, megatron-lm-2021, megatron-lm-2022"))
+      << unknown;
+  const std::string field = error_of({"software.overlap_grads=true"});
+  EXPECT_TRUE(contains(field, "unknown field \"overlap_grads\" in software")) << field;
+  EXPECT_TRUE(contains(field, "grad_reduce_overlap")) << field;
+  const std::string dtype = error_of({"software.grad_reduce_dtype=fp8"});
+  EXPECT_TRUE(contains(dtype, "software.grad_reduce_dtype: unknown value \"fp8\"; expected one of: param, fp32, fp32-if-bf16"))
+      << dtype;
+  EXPECT_TRUE(contains(error_of({"software.clip_grad=-1"}), "software.clip_grad: must be >= 0"));
+}
+
+// The deprecated strategy spellings still work for one release.
+TEST(SoftwarePresets, DeprecatedStrategySpellings) {
+  const Scenario s = tiny({"cluster.gpus=2", "strategy.tp=2", "strategy.sp_mode=megatron", "strategy.tp_comm_overlap=true"});
+  EXPECT_TRUE(s.software.tp_comm_overlap);
+  const std::string bad = error_of({"strategy.overlap_param_gather=true"});
+  EXPECT_TRUE(contains(bad, "strategy.overlap_param_gather: overlap_param_gather moves")) << bad;
+  EXPECT_TRUE(contains(error_of({"software.overlap_param_gather=true"}), "software.overlap_param_gather: "));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The schedule.
+
+struct Counts {
+  std::vector<Collective> scalar;  // 4-byte fp32 all-reduces of the optimizer
+  std::vector<int64_t> dp_bytes;   // data-parallel gradient reductions
+  int last_backward_compute = -1;
+  int first_dp_reduce = -1;
+  double adam_bytes = 0;
+};
+
+Counts count(const Schedule& s, int rank) {
+  const Program p = s.program(rank);
+  Counts c;
+  for (const Task& t : p.tasks) {
+    if (const auto* k = std::get_if<Compute>(&t.op)) {
+      if (k->phase == Phase::kBackward && t.stream == Stream::kCompute) c.last_backward_compute = int(t.id);
+      if (k->kernel == Kernel::kAdam) c.adam_bytes += k->bytes_moved();
+    } else if (const auto* k = std::get_if<Collective>(&t.op)) {
+      if (k->phase == Phase::kOptimizer && k->bytes == 4 && k->dtype == DType::kFp32 && k->buffers[0] != kNoId &&
+          p.buffers[k->buffers[0]].name != "loss")
+        c.scalar.push_back(*k);
+      if (k->phase == Phase::kBackward && s.group(k->group).kind == GroupKind::kDp &&
+          (k->op == CollectiveOp::kAllReduce || k->op == CollectiveOp::kReduceScatter)) {
+        c.dp_bytes.push_back(k->bytes);
+        if (c.first_dp_reduce < 0) c.first_dp_reduce = int(t.id);
+      }
+    }
+  }
+  return c;
+}
+
+// tiny-gpt: 4 layers, hidden 64, ffn 256, vocab 256, tied embeddings (shared/param_layout.h).
+// Parameters: embedding 256*64 = 16384; per layer 4*64*64 (q, k, v, o) + 2*64*256 (fc1, fc2)
+// + 4*64 (two LayerNorms) = 16384 + 32768 + 256 = 49408; final norm 128:
+// 16384 + 4*49408 + 128 = 214144 per rank with dp only.
+constexpr int64_t kTinyParams = 214144;
+
+TEST(SoftwareSchedule, GradientDtypeIsTheReducedBytes) {
+  // dp 2, one bucket of 25 MiB holds the whole model: the all-reduce moves every gradient.
+  const Counts fp32 = count(Schedule(tiny({"cluster.gpus=2", "strategy.dtype=bf16"})), 0);
+  ASSERT_EQ(fp32.dp_bytes.size(), 1u);
+  EXPECT_EQ(fp32.dp_bytes[0], kTinyParams * 4);  // megatron-core-0.8: fp32 main_grad
+  const Counts bf16 =
+      count(Schedule(tiny({"cluster.gpus=2", "strategy.dtype=bf16", "software.grad_reduce_dtype=param"})), 0);
+  ASSERT_EQ(bf16.dp_bytes.size(), 1u);
+  EXPECT_EQ(bf16.dp_bytes[0], kTinyParams * 2);
+}
+
+TEST(SoftwareSchedule, LocalDdpReducesAfterTheBackward) {
+  // 4 micro-batches, small buckets so that several are reduced: with overlap the first bucket's
+  // reduction is issued while the last micro-batch's backward still has kernels to run; without
+  // it (Megatron's local DDP), every reduction comes after the last backward kernel.
+  const std::vector<std::string> base = {"cluster.gpus=2", "strategy.bucket_mb=0.1"};
+  auto with = [&](const char* overlap) {
+    std::vector<std::string> sets = base;
+    sets.push_back(std::string("software.grad_reduce_overlap=") + overlap);
+    return count(Schedule(tiny(sets)), 0);
+  };
+  const Counts overlapped = with("true"), after = with("false");
+  ASSERT_GT(overlapped.dp_bytes.size(), 1u);
+  EXPECT_EQ(overlapped.dp_bytes, after.dp_bytes);  // the same reductions
+  EXPECT_LT(overlapped.first_dp_reduce, overlapped.last_backward_compute);
+  EXPECT_GT(after.first_dp_reduce, after.last_backward_compute);
+}
+
+TEST(SoftwareSchedule, OptimizerAllReducesOverTheModelParallelGroup) {
+  // tp 2 x pp 2 x dp 2, fp16, Megatron-LM 2021: found-inf (max) then norm (sum), each over the
+  // tensor group, then the pipeline group: 4 all-reduces of 4 bytes (optimizer.py:338,
+  // clip_grads.py:106). No ZeRO: the data-parallel group is not in it.
+  const std::vector<std::string> grid = {"cluster.gpus=8", "strategy.tp=2", "strategy.pp=2"};
+  auto sets = [&](std::vector<std::string> more) {
+    std::vector<std::string> all = grid;
+    all.insert(all.end(), more.begin(), more.end());
+    return all;
+  };
+  const Schedule lm21(tiny(sets({"strategy.dtype=fp16", "software.preset=megatron-lm-2021"})));
+  const Counts c = count(lm21, 0);
+  ASSERT_EQ(c.scalar.size(), 4u);
+  const GroupKind kinds[] = {GroupKind::kTp, GroupKind::kPp, GroupKind::kTp, GroupKind::kPp};
+  const ReduceOp ops[] = {ReduceOp::kMax, ReduceOp::kMax, ReduceOp::kSum, ReduceOp::kSum};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(lm21.group(c.scalar[i].group).kind, kinds[i]) << i;
+    EXPECT_EQ(c.scalar[i].reduce, ops[i]) << i;
+  }
+  // bf16 has no loss scale: the norm alone. clip_grad 0: nothing.
+  EXPECT_EQ(count(Schedule(tiny(sets({"strategy.dtype=bf16"}))), 0).scalar.size(), 2u);
+  EXPECT_EQ(count(Schedule(tiny(sets({"strategy.dtype=bf16", "software.clip_grad=0"}))), 0).scalar.size(), 0u);
+  // A sharded optimizer (ZeRO-1) adds the data-parallel group to each.
+  EXPECT_EQ(count(Schedule(tiny(sets({"strategy.dtype=fp16", "strategy.zero_stage=1"}))), 0).scalar.size(), 6u);
+}
+
+TEST(SoftwareSchedule, OptimizerStepBytes) {
+  // Megatron-LM 2021, fp16 (p = g = 2): Adam 24 + reads fp32 main grads 4 + cast 2+4 + copy back
+  // 4+2 + unscale 8 + norm 4 = 52 bytes a parameter.
+  EXPECT_EQ(optimizer_bytes_per_element(tiny({"strategy.dtype=fp16", "software.preset=megatron-lm-2021"})), 52);
+  // Megatron-Core 0.8, bf16 with fp32 main_grad: no cast, no unscale: 24 + 4 + 4+2 + 4 = 38.
+  EXPECT_EQ(optimizer_bytes_per_element(tiny({"strategy.dtype=bf16"})), 38);
+  // fp32 training: no master copy, no cast: 24 + 4 (grad) + 4 (param) + 4 (norm) = 36.
+  EXPECT_EQ(optimizer_bytes_per_element(tiny({})), 36);
+  // The bare schedule: 2p + 24, Kernel::kAdam's cost without dims[2].
+  Scenario bare = tiny({"strategy.dtype=bf16"});
+  bare.software = SoftwareSpec{};
+  EXPECT_EQ(optimizer_bytes_per_element(bare), 28);
+  // The Adam tasks of one rank carry it: every parameter once (dp 1, no ZeRO).
+  const Counts c = count(Schedule(tiny({"strategy.dtype=fp16", "software.preset=megatron-lm-2021"})), 0);
+  EXPECT_DOUBLE_EQ(c.adam_bytes, double(kTinyParams) * 52);
+}
+
+}  // namespace
+}  // namespace tandem
