@@ -13,9 +13,6 @@ namespace tandem::sim {
 
 namespace {
 
-constexpr const char* kNames[kComponentCount] = {"gemm", "attention", "vector", "optimizer", "host",
-                                                 "nvlink", "nic", "p2p", "pcie"};
-
 std::vector<std::string> split_tabs(const std::string& line) {
   std::vector<std::string> out;
   size_t begin = 0;
@@ -38,17 +35,6 @@ double parse_number(const std::string& s, const std::string& at, const char* fie
 }
 
 }  // namespace
-
-const char* component_name(Component c) { return kNames[static_cast<int>(c)]; }
-
-bool component_from_name(const char* name, Component& out) {
-  for (int i = 0; i < kComponentCount; ++i)
-    if (std::string(name) == kNames[i]) {
-      out = static_cast<Component>(i);
-      return true;
-    }
-  return false;
-}
 
 ResidualTable ResidualTable::parse(const std::string& text, const std::string& origin) {
   ResidualTable t;
@@ -76,7 +62,7 @@ ResidualTable ResidualTable::parse(const std::string& text, const std::string& o
     Component c;
     if (!component_from_name(f[0].c_str(), c)) {
       std::string names;
-      for (const char* k : kNames) names += std::string(names.empty() ? "" : ", ") + k;
+      for (int k = 0; k < kComponentCount; ++k) names += std::string(k ? ", " : "") + component_name(Component(k));
       throw Error(at + ": field component '" + f[0] + "' is none of " + names);
     }
     if (seen[static_cast<int>(c)]) throw Error(at + ": field component '" + f[0] + "' appears twice");
@@ -92,7 +78,7 @@ ResidualTable ResidualTable::parse(const std::string& text, const std::string& o
     r.source = f[6];
   }
   for (int i = 0; i < kComponentCount; ++i)
-    if (!seen[i]) throw Error(origin + ": no line for component '" + kNames[i] + "'");
+    if (!seen[i]) throw Error(origin + ": no line for component '" + component_name(Component(i)) + "'");
   return t;
 }
 
