@@ -27,6 +27,7 @@ struct Party {
 struct NetOp {
   enum Kind : uint8_t { kCollective, kP2P, kCopy };
   Kind kind = kCollective;
+  uint8_t component = 0;  // sim/cost_component.h Component, set at launch
   bool in_use = false;
   std::vector<Party> parties;
   size_t expected = 0;  // parties before it launches

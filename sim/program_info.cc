@@ -11,6 +11,7 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
   const size_t n = program.tasks.size();
   info->cost_s.assign(n, 0.0);
   info->fuse_next.assign(n, 0);
+  info->component.assign(n, Component::kVector);
   info->task_buffer.assign(n, 0);
   std::vector<uint8_t> waited_on(n, 0);
   std::vector<uint32_t> pos(n, 0);
@@ -29,12 +30,15 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
     }
     if (const auto* c = std::get_if<Compute>(&t.op)) {
       info->cost_s[i] = costs.time_s(*c, t.stream == Stream::kHost);
+      info->component[i] = compute_component(*c, t.stream == Stream::kHost);
       const double f = c->matmul_flops();
       info->hardware_flops += f;
       if (c->phase != Phase::kRecompute) info->model_flops += f;
     } else if (const auto* cp = std::get_if<Copy>(&t.op)) {
       if (cp->direction == CopyDirection::kD2D) info->cost_s[i] = costs.d2d_copy_s(cp->bytes);
     }
+    if (t.stream == Stream::kCompute && is_compute_like(t))
+      info->compute_component_s[static_cast<int>(info->component[i])] += info->cost_s[i];
     BufferId b = kNoId;
     if (const auto* a = std::get_if<Alloc>(&t.op)) b = a->buffer;
     else if (const auto* f = std::get_if<Free>(&t.op)) b = f->buffer;

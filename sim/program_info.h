@@ -17,6 +17,7 @@
 
 #include "shared/schedule.h"
 #include "sim/compute_cost_model.h"
+#include "sim/cost_component.h"
 
 namespace tandem::sim {
 
@@ -25,6 +26,8 @@ struct ProgramInfo {
   std::array<std::vector<TaskId>, kStreamCount> streams;  // task ids in stream order
   std::vector<double> cost_s;        // compute, host work and device copies
   std::vector<uint8_t> fuse_next;    // the next task of this one's stream runs fused after it
+  std::vector<Component> component;  // compute-like tasks: their cost component
+  ComponentTimes compute_component_s{};  // cost_s of the compute stream's tasks, by component
   std::unordered_map<BufferId, uint32_t> buffer_index;
   std::vector<uint32_t> task_buffer;  // Alloc/Free: index of the buffer in `program.buffers`
   std::vector<int64_t> device_bytes;  // by buffer index: bytes of an accounted device buffer, else 0

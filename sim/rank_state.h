@@ -31,20 +31,37 @@ struct RankState {
   size_t remaining = 0;                            // tasks not done
   double last_t = 0;                               // time accounted up to
   int computing = 0, communicating = 0, offloading = 0;
+  // What is in flight off the compute stream, by component (sim/cost_component.h).
+  std::array<uint32_t, kComponentCount> active{};
   RankStats stats;
 
   bool is_done(TaskId t) const { return (done[t >> 6] >> (t & 63)) & 1; }
   void mark_done(TaskId t) { done[t >> 6] |= uint64_t(1) << (t & 63); }
   bool stream_busy(int s) const { return (busy >> s) & 1; }
-
+  // Exposed time dt shared equally among the components in flight of its category: communication
+  // (nvlink, nic, p2p: contiguous in Component), or offload (host copies and host work: the rest).
+  void share(double dt, bool comm) {
+    constexpr int kFirstComm = int(Component::kNvlink), kEndComm = int(Component::kP2P) + 1;
+    int on[kComponentCount];
+    int n = 0;
+    for (int c = comm ? kFirstComm : 0; c < (comm ? kEndComm : kComponentCount); ++c)
+      if (active[c] && (comm || c < kFirstComm || c >= kEndComm)) on[n++] = c;
+    for (int i = 0; i < n; ++i) stats.component_s[on[i]] += dt / n;
+  }
   // Charge the time since the last call to what the rank was doing (compute first).
   void account(double t) {
     const double dt = t - last_t;
     if (dt > 0) {
       if (computing) stats.compute_s += dt;
-      else if (communicating) stats.exposed_comm_s += dt;
-      else if (offloading) stats.offload_s += dt;
-      else stats.idle_s += dt;
+      else if (communicating) {
+        stats.exposed_comm_s += dt;
+        share(dt, true);
+      } else if (offloading) {
+        stats.offload_s += dt;
+        share(dt, false);
+      } else {
+        stats.idle_s += dt;
+      }
       last_t = t;
     }
   }

@@ -53,6 +53,7 @@ void ReplayEngine::prepare() {
     memory_->add_unit(*s.info, s.stats);
     s.stats.model_flops = s.info->model_flops;
     s.stats.hardware_flops = s.info->hardware_flops;
+    s.stats.component_s = s.info->compute_component_s;
   }
   tasks_left_ = tasks_total_;
   matcher_.emplace(schedule_, *layout_, ops_);
@@ -183,8 +184,12 @@ void ReplayEngine::start_task(RankState& r, TaskId id) {
       }
     }
     r.account(now_);
-    if (t.stream == Stream::kCompute) ++r.computing;
-    else ++r.offloading;
+    if (t.stream == Stream::kCompute) {
+      ++r.computing;
+    } else {
+      ++r.offloading;
+      ++r.active[static_cast<int>(r.info->component[id])];
+    }
     timers_.compute_done(now_ + total, uint32_t(r.unit), id, count);
     return;
   }
@@ -196,13 +201,28 @@ void ReplayEngine::start_task(RankState& r, TaskId id) {
 void ReplayEngine::launch(uint32_t op) {
   if (op == NetOpMatcher::kWaiting) return;
   NetOp& o = ops_[op];
+  o.component = static_cast<uint8_t>(component_of(o));
   for (const Party& p : o.parties) {
     RankState& r = ranks_[p.unit];
     r.account(now_);
     if (o.kind == NetOp::kCopy) ++r.offloading;
     else ++r.communicating;
+    ++r.active[o.component];
   }
   flows_->launch(op, now_);
+}
+
+Component ReplayEngine::component_of(const NetOp& o) {
+  if (o.kind == NetOp::kCopy) return Component::kPcie;
+  if (o.kind == NetOp::kP2P) return Component::kP2P;
+  if (group_crosses_nodes_.size() <= o.group) group_crosses_nodes_.resize(schedule_.groups().size(), -1);
+  int8_t& crosses = group_crosses_nodes_[o.group];
+  if (crosses < 0) {
+    const std::vector<int>& members = schedule_.group(o.group).ranks;
+    crosses = 0;
+    for (int m : members) crosses |= platform_.node_of(m) != platform_.node_of(members.front());
+  }
+  return crosses ? Component::kNic : Component::kNvlink;
 }
 
 void ReplayEngine::on_timer(const Timer& t) {
@@ -216,8 +236,12 @@ void ReplayEngine::compute_done(const Timer& t) {
   const Task& first = r.info->program.tasks[t.first_task];
   const int s = static_cast<int>(first.stream);
   r.account(now_);
-  if (first.stream == Stream::kCompute) --r.computing;
-  else --r.offloading;
+  if (first.stream == Stream::kCompute) {
+    --r.computing;
+  } else {
+    --r.offloading;
+    --r.active[static_cast<int>(r.info->component[t.first_task])];
+  }
   r.busy &= ~(1u << s);
   // The fused tasks are consecutive in the stream, ending just before the cursor.
   const auto& list = r.info->streams[s];
@@ -234,12 +258,14 @@ void ReplayEngine::compute_done(const Timer& t) {
 void ReplayEngine::complete_op(uint32_t op) {
   std::vector<Party> parties = std::move(ops_[op].parties);
   const bool copy = ops_[op].kind == NetOp::kCopy;
+  const uint8_t component = ops_[op].component;
   ops_.release(op);
   for (const Party& p : parties) {
     RankState& r = ranks_[p.unit];
     r.account(now_);
     if (copy) --r.offloading;
     else --r.communicating;
+    --r.active[component];
     r.busy &= ~(1u << static_cast<int>(r.info->program.tasks[p.task].stream));
     finish_task(r, p.task, p.issued_s, now_);
   }

@@ -76,6 +76,7 @@ class ReplayEngine {
   void start_task(RankState& r, TaskId id);
   void finish_task(RankState& r, TaskId id, double start_s, double end_s);
   void launch(uint32_t op);
+  Component component_of(const NetOp& o);  // NVLink or NIC (group on one node or not), p2p, PCIe
   void on_timer(const Timer& t);
   void compute_done(const Timer& t);
   void complete_op(uint32_t op);
@@ -97,6 +98,7 @@ class ReplayEngine {
   std::optional<NetOpMatcher> matcher_;
   std::optional<FlowLauncher> flows_;
   TimerQueue timers_;
+  std::vector<int8_t> group_crosses_nodes_;  // by group id: -1 not yet known
   double now_ = 0;
   double offset_ = 0;  // now_ = SimGrid clock + offset_ (time jumps while no flow is in flight)
   uint64_t tasks_total_ = 0, tasks_left_ = 0;  // over the replayed states (progress line)

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/prediction_interval.h"
+
 namespace tandem::sim {
 
 void finalize_metrics(SimResult& r, const Scenario& sc) {
@@ -24,6 +26,12 @@ void finalize_metrics(SimResult& r, const Scenario& sc) {
     const double peak = sc.cluster.peak_tflops(sc.strategy.dtype);
     r.mfu = peak > 0 ? r.model_tflops_per_gpu / peak : 0;
   }
+  // The slowest rank's busy time by component is the path's mix (docs/sim.md "Prediction intervals").
+  const Interval iv = r.oom || r.ranks.empty()
+                          ? Interval{t, t}
+                          : prediction_interval(t, r.ranks[r.slowest_rank].component_s, ResidualTable::builtin());
+  r.iteration_time_low_s = iv.low_s;
+  r.iteration_time_high_s = iv.high_s;
 }
 
 }  // namespace tandem::sim

@@ -4,6 +4,8 @@
 //                        ranks, / world size / iteration time (Narayanan et al. SC21 convention)
 //   hardware TFLOP/s   = the same with recomputation
 //   MFU                = model TFLOP/s per GPU / the GPU's dense peak for the training dtype
+//   interval           = prediction_interval (sim/prediction_interval.h) of the iteration time,
+//                        from the slowest rank's busy time by component
 #pragma once
 
 #include "sim/simulation.h"

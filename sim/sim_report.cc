@@ -7,6 +7,7 @@
 
 #include "shared/json_writer.h"
 #include "shared/rank_grid.h"
+#include "sim/prediction_interval.h"
 
 namespace tandem::sim {
 
@@ -55,6 +56,10 @@ void write_summary(std::ostream& out, const Schedule& schedule, const SimResult&
   }
   const double t = r.iteration_time_s;
   out << "iteration time         " << fmt("%.6f", t) << " s\n";
+  out << "  " << fmt("%.0f", 100 * kIntervalCoverage) << " % interval         [" << fmt("%.6f", r.iteration_time_low_s)
+      << ", " << fmt("%.6f", r.iteration_time_high_s) << "] s  (" << fmt("%+.1f", 100 * (r.iteration_time_low_s / t - 1))
+      << " %, " << fmt("%+.1f", 100 * (r.iteration_time_high_s / t - 1))
+      << " %; from each cost component's residuals on the reference data, docs/sim.md)\n";
   out << "tokens/s               " << fmt("%.1f", r.tokens_per_s) << "\n";
   out << "model TFLOP/s per GPU  " << fmt("%.1f", r.model_tflops_per_gpu) << "  (hardware, with recompute: "
       << fmt("%.1f", r.hardware_tflops_per_gpu) << ")\n";
@@ -104,6 +109,9 @@ void write_json(std::ostream& out, const Schedule& schedule, const SimResult& r)
   j.begin_object();
   j.key("scenario").string(sc.name).key("world_size").integer(schedule.world_size());
   num("iteration_time_s", r.iteration_time_s);
+  j.key("iteration_time_interval_s").begin_array();
+  j.number(r.iteration_time_low_s, 9).number(r.iteration_time_high_s, 9);
+  j.end_array();
   num("tokens_per_s", r.tokens_per_s);
   num("model_tflops_per_gpu", r.model_tflops_per_gpu);
   num("hardware_tflops_per_gpu", r.hardware_tflops_per_gpu);
@@ -116,6 +124,14 @@ void write_json(std::ostream& out, const Schedule& schedule, const SimResult& r)
   num("offload_s", b.offload_s);
   j.end_object();
   j.key("slowest_rank").integer(r.slowest_rank);
+  // What the interval was made of: its coverage and the slowest rank's busy time by component.
+  j.key("prediction_interval").begin_object();
+  num("coverage", kIntervalCoverage);
+  j.key("busy_s").begin_object();
+  const RankStats none{};
+  const RankStats& slow = r.ranks.empty() ? none : r.ranks[r.slowest_rank];
+  for (int c = 0; c < kComponentCount; ++c) num(component_name(Component(c)), slow.component_s[size_t(c)]);
+  j.end_object().end_object();
   j.key("peak_memory_per_rank").begin_array();
   for (const RankStats& rs : r.ranks) j.integer(rs.peak_device_bytes);
   j.end_array();

@@ -38,6 +38,7 @@ std::string encode_sim_result(const SimResult& r) {
     ps->set_peak_host_bytes(s.peak_host_bytes);
     ps->set_model_flops(s.model_flops);
     ps->set_hardware_flops(s.hardware_flops);
+    for (double c : s.component_s) ps->add_component_s(c);
   }
   proto::SimTaskTimings* pt = p.mutable_tasks();
   for (const TaskTiming& t : r.tasks) {
@@ -68,6 +69,8 @@ std::string encode_sim_result(const SimResult& r) {
   p.set_programs_generated(r.programs_generated);
   p.set_fold(r.fold);
   p.set_fold_exact(r.fold_exact);
+  p.set_iteration_time_low_s(r.iteration_time_low_s);
+  p.set_iteration_time_high_s(r.iteration_time_high_s);
   return p.SerializeAsString();
 }
 
@@ -90,9 +93,15 @@ SimResult decode_sim_result(const std::string& bytes) {
     for (const proto::SimLiveBuffer& b : po.live()) o.live.push_back({b.name(), BufferRole(b.role()), b.bytes()});
   }
   r.ranks.reserve(size_t(p.ranks_size()));
-  for (const proto::SimRankStats& s : p.ranks())
+  for (const proto::SimRankStats& s : p.ranks()) {
     r.ranks.push_back({s.end_s(), s.compute_s(), s.exposed_comm_s(), s.offload_s(), s.idle_s(), s.peak_device_bytes(),
-                       s.peak_host_bytes(), s.model_flops(), s.hardware_flops()});
+                       s.peak_host_bytes(), s.model_flops(), s.hardware_flops(), {}});
+    if (s.component_s_size() != kComponentCount)
+      throw Error("sim: " + std::to_string(s.component_s_size()) + " cost components from the simulation process, " +
+                      std::to_string(kComponentCount) + " expected",
+                  ErrorKind::kInternal);
+    for (int c = 0; c < kComponentCount; ++c) r.ranks.back().component_s[size_t(c)] = s.component_s(c);
+  }
   const proto::SimTaskTimings& pt = p.tasks();
   const int nt = pt.rank_size();
   if (pt.task_size() != nt || pt.stream_size() != nt || pt.start_s_size() != nt || pt.end_s_size() != nt)
@@ -120,6 +129,8 @@ SimResult decode_sim_result(const std::string& bytes) {
   r.programs_generated = p.programs_generated();
   r.fold = p.fold();
   r.fold_exact = p.fold_exact();
+  r.iteration_time_low_s = p.iteration_time_low_s();
+  r.iteration_time_high_s = p.iteration_time_high_s();
   return r;
 }
 

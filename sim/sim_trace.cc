@@ -25,8 +25,11 @@ void write_sim_trace(const Schedule& schedule, const SimResult& r, const std::st
     class_of_rep.emplace(c.representative, infos.size());
     infos.push_back(trace_task_infos(schedule, schedule.program(c.representative), labels));
   }
-  TraceWriter writer(path, trace_header(schedule, "sim", schedule.scenario().cluster.gpu_name + " (SimGrid model)",
-                                        labels));
+  proto::Trace header =
+      trace_header(schedule, "sim", schedule.scenario().cluster.gpu_name + " (SimGrid model)", labels);
+  header.set_iteration_time_low_s(r.iteration_time_low_s);
+  header.set_iteration_time_high_s(r.iteration_time_high_s);
+  TraceWriter writer(path, header);
   proto::Rank record;
   std::vector<TraceEvent> events;
   std::vector<TraceSample> samples;

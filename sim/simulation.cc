@@ -88,13 +88,13 @@ SimResult run_here(const Schedule& schedule, const SimOptions& options) {
   });
   std::stable_sort(r.memory.begin(), r.memory.end(),
                    [](const MemorySample& a, const MemorySample& b) { return a.rank < b.rank; });
+  finalize_metrics(r, sc);  // before the trace, which carries the prediction interval
   // A folded run that was not exact is run again unfolded (simulate()), which writes the trace.
   if (tracing && !r.oom && r.fold_exact) write_sim_trace(schedule, r, options.trace_path);
   if (options.record_tasks) expand_lanes(r.tasks, r.fold);
   else std::vector<TaskTiming>().swap(r.tasks);
   if (options.record_memory) expand_lanes(r.memory, r.fold);
   else std::vector<MemorySample>().swap(r.memory);
-  finalize_metrics(r, sc);
   return r;
 }
 

@@ -18,6 +18,7 @@
 #include "shared/schedule.h"
 #include "sim/collective_algorithms.h"
 #include "sim/compute_cost_model.h"
+#include "sim/cost_component.h"
 #include "sim/platform_builder.h"
 
 namespace tandem::sim {
@@ -84,6 +85,8 @@ struct RankStats {
   int64_t peak_host_bytes = 0;
   double model_flops = 0;     // matmul flops of forward and backward
   double hardware_flops = 0;  // plus recomputation
+  // compute_s, exposed_comm_s and offload_s split by cost component (sim/cost_component.h).
+  ComponentTimes component_s{};
 };
 
 struct LiveBuffer {
@@ -118,6 +121,9 @@ struct SimResult {
   double mfu = 0;
   int64_t peak_memory_bytes = 0;
   int slowest_rank = 0;
+  // The prediction interval of iteration_time_s (sim/prediction_interval.h; kIntervalCoverage),
+  // from the slowest rank's component_s; [t, t] on out of memory.
+  double iteration_time_low_s = 0, iteration_time_high_s = 0;
 
   // What the simulator did.
   uint64_t flows = 0;

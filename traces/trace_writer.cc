@@ -33,10 +33,18 @@ proto::Trace header_of(const proto::Trace& t) {
   return h;
 }
 
+// The fields written after the ranks (field-number order): the prediction interval.
+proto::Trace after_ranks_of(const proto::Trace& t) {
+  proto::Trace a;
+  if (t.has_iteration_time_low_s()) a.set_iteration_time_low_s(t.iteration_time_low_s());
+  if (t.has_iteration_time_high_s()) a.set_iteration_time_high_s(t.iteration_time_high_s());
+  return a;
+}
+
 }  // namespace
 
 TraceWriter::TraceWriter(const std::string& path, const proto::Trace& header)
-    : file_(path), shell_(header_of(header)) {
+    : file_(path), shell_(header_of(header)), after_ranks_(after_ranks_of(header).SerializeAsString()) {
   if (header.ranks_size() > 0)
     throw Error("cannot write trace " + path + ": the header holds ranks (give them to add_rank)", ErrorKind::kInternal);
   check_trace(shell_, "cannot write trace " + path);
@@ -91,6 +99,7 @@ void TraceWriter::add_rank(const proto::Rank& rank) {
 
 void TraceWriter::finish() {
   if (finished_) throw Error("cannot write trace " + file_.path() + ": finished twice", ErrorKind::kInternal);
+  put(after_ranks_);
   std::string trailer;
   {
     StringOutputStream stream(&trailer);
@@ -113,7 +122,9 @@ void TraceWriter::finish() {
 }
 
 void write_trace_streamed(const proto::Trace& trace, const std::string& path) {
-  TraceWriter w(path, header_of(trace));
+  proto::Trace header = header_of(trace);
+  header.MergeFrom(after_ranks_of(trace));
+  TraceWriter w(path, header);
   for (const proto::Rank& r : trace.ranks()) w.add_rank(r);
   w.finish();
 }

@@ -51,6 +51,7 @@ class TraceWriter {
 
   AtomicFile file_;
   proto::Trace shell_;  // the header's fields, to check each rank against (check_trace)
+  std::string after_ranks_;  // the fields written after the ranks (the prediction interval), encoded
   std::string buffer_;
   uint64_t hash_ = kFnvOffsetBasis;
   uint64_t events_ = 0;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 
+#include "sim/prediction_interval.h"
 #include "traces/atomic_file.h"
 #include "traces/report/svg_plot.h"
 
@@ -37,6 +38,14 @@ tr.best td{background:#eef7ee}.invalid{color:#b36b00}.oom,.error{color:#c0392b}.
 }
 
 std::string td(const std::string& s) { return "<td class=\"n\">" + escape(s) + "</td>"; }
+
+std::string interval_head() { return fmt("%.0f %% interval", 100 * sim::kIntervalCoverage); }
+
+// "1.20-1.35 s": the point's prediction interval; empty when it was not simulated.
+std::string interval_text(const PointResult& r) {
+  if (r.status != PointStatus::kOk) return "";
+  return fmt("%.4g", r.iteration_time_low_s) + "-" + fmt("%.4g s", r.iteration_time_high_s);
+}
 
 bool valid(const SweepPoint& p) { return p.result.status == PointStatus::kOk && p.result.tokens_per_s > 0; }
 
@@ -131,16 +140,17 @@ std::string sweep_html(const SweepTable& t) {
   s += "<h2>Best strategy per size</h2>\n<p class=\"note\">The valid point of highest tokens/s at each number of "
        "GPUs (the first in table order on a tie).</p>\n";
   s += "<table><tr><th class=\"n\">GPUs</th><th>strategy</th><th class=\"n\">tokens/s</th><th class=\"n\">iteration</th>"
-       "<th class=\"n\">model TFLOP/s/GPU</th><th class=\"n\">MFU</th><th class=\"n\">point</th></tr>\n";
+       "<th class=\"n\">" + interval_head() + "</th><th class=\"n\">model TFLOP/s/GPU</th><th class=\"n\">MFU</th><th class=\"n\">point</th></tr>\n";
   for (const BestAtSize& b : best) {
     s += "<tr>" + td(std::to_string(b.gpus));
     if (b.point < 0) {
-      s += "<td colspan=\"6\" class=\"invalid\">no valid point</td></tr>\n";
+      s += "<td colspan=\"7\" class=\"invalid\">no valid point</td></tr>\n";
       continue;
     }
     const SweepPoint& p = t.points[size_t(b.point)];
     s += "<td>" + escape(p.strategy) + "</td>" + td(tokens_text(p.result.tokens_per_s)) +
-         td(fmt("%.4g s", p.result.iteration_time_s)) + td(fmt("%.3g", p.result.model_tflops_per_gpu)) +
+         td(fmt("%.4g s", p.result.iteration_time_s)) + td(interval_text(p.result)) +
+         td(fmt("%.3g", p.result.model_tflops_per_gpu)) +
          td(fmt("%.1f %%", 100.0 * p.result.mfu)) + td("#" + std::to_string(b.point)) + "</tr>\n";
   }
   s += "</table>\n";
@@ -154,7 +164,7 @@ std::string sweep_html(const SweepTable& t) {
   s += "<h2>Every point</h2>\n<table><tr><th class=\"n\">#</th>";
   for (const VaryAxis& a : t.axes) s += "<th class=\"n\">" + escape(a.key) + "</th>";
   s += "<th class=\"n\">GPUs</th><th class=\"n\">dp</th><th>status</th><th class=\"n\">iteration</th>"
-       "<th class=\"n\">tokens/s</th><th class=\"n\">model TFLOP/s/GPU</th><th class=\"n\">MFU</th>"
+       "<th class=\"n\">" + interval_head() + "</th><th class=\"n\">tokens/s</th><th class=\"n\">model TFLOP/s/GPU</th><th class=\"n\">MFU</th>"
        "<th class=\"n\">peak memory</th><th class=\"n\">scaling eff.</th><th>reason</th></tr>\n";
   for (size_t i = 0; i < t.points.size(); ++i) {
     const SweepPoint& p = t.points[i];
@@ -165,7 +175,7 @@ std::string sweep_html(const SweepTable& t) {
     s += td(p.gpus > 0 ? std::to_string(p.gpus) : "") + td(r.dp > 0 ? std::to_string(r.dp) : "");
     s += "<td class=\"status " + std::string(to_string(r.status)) + "\">" + to_string(r.status) + (is_best[i] ? " (best)" : "") +
          "</td>";
-    s += td(fmt("%.4g s", r.iteration_time_s)) + td(tokens_text(r.tokens_per_s)) + td(fmt("%.3g", r.model_tflops_per_gpu)) +
+    s += td(fmt("%.4g s", r.iteration_time_s)) + td(interval_text(r)) + td(tokens_text(r.tokens_per_s)) + td(fmt("%.3g", r.model_tflops_per_gpu)) +
          td(fmt("%.1f %%", 100.0 * r.mfu)) +
          td(r.peak_memory_bytes >= 0 ? fmt("%.2f GiB", double(r.peak_memory_bytes) / 1073741824.0) : "") +
          td(fmt("%.1f %%", 100.0 * p.scaling_efficiency));
@@ -173,7 +183,8 @@ std::string sweep_html(const SweepTable& t) {
   }
   s += "</table>\n<p class=\"note\">tokens/s = global batch &times; sequence length / iteration time; model TFLOP/s "
        "per GPU counts forward and backward matmul flops without recomputation; MFU = that over the GPU's dense "
-       "peak for the training dtype; peak memory is the largest over ranks (docs/sim.md). Scaling efficiency = "
+       "peak for the training dtype; the iteration's interval is its prediction interval, from each cost "
+       "component's residuals on the reference data (docs/sim.md); peak memory is the largest over ranks (docs/sim.md). Scaling efficiency = "
        "tokens/s per GPU over that of the same strategy at its smallest valid size.</p>\n";
   s += "</body>\n</html>\n";
   return s;

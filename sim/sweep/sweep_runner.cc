@@ -51,6 +51,8 @@ std::string encode(const PointResult& r) {
   p.set_pp(r.pp);
   p.set_sp(r.sp);
   p.set_iteration_time_s(r.iteration_time_s);
+  p.set_iteration_time_low_s(r.iteration_time_low_s);
+  p.set_iteration_time_high_s(r.iteration_time_high_s);
   p.set_tokens_per_s(r.tokens_per_s);
   p.set_model_tflops_per_gpu(r.model_tflops_per_gpu);
   p.set_hardware_tflops_per_gpu(r.hardware_tflops_per_gpu);
@@ -72,6 +74,8 @@ PointResult decode(const std::string& bytes) {
   r.pp = p.pp();
   r.sp = p.sp();
   r.iteration_time_s = p.iteration_time_s();
+  r.iteration_time_low_s = p.iteration_time_low_s();
+  r.iteration_time_high_s = p.iteration_time_high_s();
   r.tokens_per_s = p.tokens_per_s();
   r.model_tflops_per_gpu = p.model_tflops_per_gpu();
   r.hardware_tflops_per_gpu = p.hardware_tflops_per_gpu();
@@ -181,6 +185,8 @@ PointResult evaluate_point(const std::string& scenario_path, const std::vector<s
     }
     r.status = PointStatus::kOk;
     r.iteration_time_s = s.iteration_time_s;
+    r.iteration_time_low_s = s.iteration_time_low_s;
+    r.iteration_time_high_s = s.iteration_time_high_s;
     r.tokens_per_s = s.tokens_per_s;
     r.model_tflops_per_gpu = s.model_tflops_per_gpu;
     r.hardware_tflops_per_gpu = s.hardware_tflops_per_gpu;

@@ -134,6 +134,9 @@ std::string sweep_json(const SweepTable& t) {
     w.key("status").string(to_string(r.status));
     w.key("reason").string(r.reason);
     w.key("iteration_time_s").number(r.iteration_time_s);
+    w.key("iteration_time_interval_s");
+    if (r.status == PointStatus::kOk) w.begin_array().number(r.iteration_time_low_s).number(r.iteration_time_high_s).end_array();
+    else w.null();
     w.key("tokens_per_s").number(r.tokens_per_s);
     w.key("model_tflops_per_gpu").number(r.model_tflops_per_gpu);
     w.key("hardware_tflops_per_gpu").number(r.hardware_tflops_per_gpu);

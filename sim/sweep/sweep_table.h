@@ -29,6 +29,8 @@ struct PointResult {
   std::string scenario_name;
   int gpus = 0, dp = 0, tp = 0, pp = 0, sp = 0;
   double iteration_time_s = kNone;
+  // Its prediction interval (sim/prediction_interval.h).
+  double iteration_time_low_s = kNone, iteration_time_high_s = kNone;
   double tokens_per_s = kNone;
   double model_tflops_per_gpu = kNone;
   double hardware_tflops_per_gpu = kNone;
@@ -74,7 +76,8 @@ std::vector<BestAtSize> best_per_size(const SweepTable& t);
 //  {"format":"tandem-sweep-1","scenario","scenario_name","sets":[...],
 //   "vary":[{"key","values":[...]}],
 //   "points":[{"index","values":{key:value...},"strategy","gpus","dp","tp","pp","sp","status","reason",
-//              "iteration_time_s","tokens_per_s","model_tflops_per_gpu","hardware_tflops_per_gpu","mfu",
+//              "iteration_time_s",
+//              "iteration_time_interval_s":[low,high] (null when not simulated),"tokens_per_s","model_tflops_per_gpu","hardware_tflops_per_gpu","mfu",
 //              "peak_memory_bytes","scaling_efficiency"}],
 //   "best":[{"gpus","point","strategy","tokens_per_s"}]}
 // Deterministic: a function of the table alone (no times, no worker count).

@@ -6,9 +6,22 @@ Each set runs with the software preset of the framework that produced it (docs/s
 Korthikanti et al. 2022 with megatron-lm-2022, the Megatron-Core table with megatron-core-0.8
 plus the overlap flags its source says were on.
 
+Each row also shows the prediction interval tandem printed (`iteration_time_interval_s`, in the
+row's unit) and whether the measurement falls inside it; then the interval's coverage on the rows,
+in-sample (the residual table compiled in, fit on these rows) and leave-one-out (each row's
+interval from residuals fit without it: fit_prediction_intervals.py, with the network residuals
+from --sim-test). --save FILE keeps the rows for fit_prediction_intervals.py --rows; --rows FILE
+prints the table again from saved rows without simulating, the in-sample intervals then computed
+from sim/data/component_residuals.tsv by the same rule (fit_prediction_intervals.combine) — what
+the simulator prints once rebuilt with that table.
+
   tests/bench/sim_reference_error.py [--bin build/bin/tandem-sim] [--only korthikanti|megatron]
+      [--max-gpus N] [--save rows.json | --rows rows.json] [--sim-test build/bin/sim_test]
 """
 import argparse, json, os, statistics, subprocess, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fit_prediction_intervals as fpi  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REF = os.path.join(ROOT, "traces", "reference")
@@ -52,9 +65,9 @@ def korthikanti(binary, timeout):
             label = f"korthikanti {r['name']} {mode}"
             try:
                 j, wall = run(binary, common + extra, timeout)
-                out.append((label, float(r[col]), j["iteration_time_s"], "s", wall))
+                out.append((label, float(r[col]), j["iteration_time_s"], "s", wall, j))
             except Exception as e:  # report and go on: one failing row must not hide the others
-                out.append((label, float(r[col]), None, str(e)[:200], 0))
+                out.append((label, float(r[col]), None, str(e)[:200], 0, None))
     return out
 
 
@@ -63,7 +76,7 @@ def megatron(binary, timeout, max_gpus):
     for r in rows("megatron_core_h100_weak_scaling.tsv"):
         if int(r["gpus"]) > max_gpus:
             out.append((f"megatron-core {r['name']}", float(r["tflops_per_gpu"]), None,
-                        f"skipped: {r['gpus']} GPUs > --max-gpus", 0))
+                        f"skipped: {r['gpus']} GPUs > --max-gpus", 0, None))
             continue
         sets = [f"model.name={r['name']}", f"model.layers={r['layers']}", f"model.hidden={r['hidden']}",
                 f"model.heads={r['heads']}", "model.ffn_hidden=0", "model.vocab=131072", "model.seq_len=4096",
@@ -82,10 +95,29 @@ def megatron(binary, timeout, max_gpus):
         label = f"megatron-core {r['name']} (TFLOP/s/GPU)"
         try:
             j, wall = run(binary, sets, timeout)
-            out.append((label, float(r["tflops_per_gpu"]), j["model_tflops_per_gpu"], "TFLOP/s", wall))
+            out.append((label, float(r["tflops_per_gpu"]), j["model_tflops_per_gpu"], "TFLOP/s", wall, j))
         except Exception as e:
-            out.append((label, float(r["tflops_per_gpu"]), None, str(e)[:200], 0))
+            out.append((label, float(r["tflops_per_gpu"]), None, str(e)[:200], 0, None))
     return out
+
+
+def replay(path):
+    """The rows of an earlier --save, as (res, rows); in-sample intervals from the residual file."""
+    with open(path) as f:
+        saved = json.load(f)
+    table = fpi.read_table(fpi.OUT)
+    ref_tflops = {f"megatron-core {r['name']} (TFLOP/s/GPU)": float(r["tflops_per_gpu"])
+                  for r in rows("megatron_core_h100_weak_scaling.tsv")}
+    res = []
+    for r in saved:
+        if "ref" not in r:  # saved before the ref/pred columns: from the reference file
+            r["ref"] = r["measured_s"] if r["unit"] == "s" else ref_tflops[r["label"]]
+            r["pred"] = r["predicted_s"] if r["unit"] == "s" else r["ref"] * r["measured_s"] / r["predicted_s"]
+            r["wall"] = 0.0
+        r["interval_s"] = list(fpi.combine(r["predicted_s"], r["busy_s"], table))
+        res.append((r["label"], r["ref"], r["pred"], r["unit"], r["wall"],
+                    {"iteration_time_s": r["predicted_s"], "iteration_time_interval_s": r["interval_s"]}))
+    return res, saved
 
 
 def main():
@@ -94,24 +126,80 @@ def main():
     ap.add_argument("--only", choices=["korthikanti", "megatron"])
     ap.add_argument("--max-gpus", type=int, default=8192)
     ap.add_argument("--timeout", type=int, default=1800)
+    ap.add_argument("--save", help="write the rows (times, busy time by component) as JSON here")
+    ap.add_argument("--rows", help="print the table from rows saved by --save instead of simulating")
+    ap.add_argument("--sim-test", default=os.path.join(ROOT, "build", "bin", "sim_test"),
+                    help="the sim_test binary: its network residuals for the leave-one-out intervals")
     a = ap.parse_args()
-    res = []
-    if a.only in (None, "korthikanti"):
-        res += korthikanti(a.bin, a.timeout)
-    if a.only in (None, "megatron"):
-        res += megatron(a.bin, a.timeout, a.max_gpus)
-    errs = []
-    print(f"{'row':45s} {'measured':>10s} {'predicted':>10s} {'error':>8s} {'wall_s':>7s}")
-    for label, ref, pred, unit, wall in res:
+    if a.rows:
+        res, rows = replay(a.rows)
+    else:
+        res = []
+        if a.only in (None, "korthikanti"):
+            res += korthikanti(a.bin, a.timeout)
+        if a.only in (None, "megatron"):
+            res += megatron(a.bin, a.timeout, a.max_gpus)
+        # Every row as times: a TFLOP/s row's measured time is the predicted time * predicted / measured.
+        rows = []
+        for label, ref, pred, unit, wall, j in res:
+            if pred is None:
+                continue
+            t = j["iteration_time_s"]
+            measured = ref if unit == "s" else t * pred / ref
+            rows.append({"label": label, "unit": unit, "ref": ref, "pred": pred, "wall": wall, "measured_s": measured,
+                         "predicted_s": t, "interval_s": j["iteration_time_interval_s"],
+                         "busy_s": j["prediction_interval"]["busy_s"]})
+    if a.save:
+        with open(a.save, "w") as f:
+            json.dump(rows, f, indent=1)
+    loo = [None] * len(rows)
+    try:
+        net = fpi.network_table(fpi.network_residuals(a.sim_test))
+        for i, r in enumerate(rows):
+            loo[i] = fpi.combine(r["predicted_s"], r["busy_s"], fpi.fit(net, rows, leave_out=i))
+    except Exception as e:  # the table still prints; say why the leave-one-out column is empty
+        print(f"(no leave-one-out intervals: {str(e)[:300]})")
+
+    def in_unit(r, lo_hi):  # an interval of times in the row's unit (TFLOP/s: inverted)
+        lo, hi = lo_hi
+        if r["unit"] == "s":
+            return lo, hi
+        k = r["measured_s"] * float(next(x[1] for x in res if x[0] == r["label"]))
+        return k / hi, k / lo
+
+    def inside(r, lo_hi):
+        return lo_hi[0] <= r["measured_s"] <= lo_hi[1]
+
+    errs, by_label = [], {r["label"]: i for i, r in enumerate(rows)}
+    cov, cov_loo = [], []
+    print(f"{'row':45s} {'measured':>10s} {'predicted':>10s} {'error':>8s} {'wall_s':>7s}  "
+          f"{'interval (80 %)':>17s} in  {'leave-one-out':>17s} in")
+    for label, ref, pred, unit, wall, j in res:
         if pred is None:
             print(f"{label:45s} {ref:10.2f} {'-':>10s} {'-':>8s}  {unit}")
             continue
         e = (pred - ref) / ref
         errs.append(abs(e))
-        print(f"{label:45s} {ref:10.2f} {pred:10.2f} {100 * e:+7.1f}% {wall:7.1f}  ({unit})")
+        r = rows[by_label[label]]
+        lo, hi = in_unit(r, r["interval_s"])
+        ok = inside(r, r["interval_s"])
+        cov.append(ok)
+        line = f"{label:45s} {ref:10.2f} {pred:10.2f} {100 * e:+7.1f}% {wall:7.1f}  {lo:8.2f}-{hi:<8.2f} {'y' if ok else 'n':>2s}"
+        l = loo[by_label[label]]
+        if l is not None:
+            llo, lhi = in_unit(r, l)
+            ok = inside(r, l)
+            cov_loo.append(ok)
+            line += f"  {llo:8.2f}-{lhi:<8.2f} {'y' if ok else 'n':>2s}"
+        print(line + f"  ({unit})")
     if errs:
         print(f"\n{len(errs)} rows: median |error| {100 * statistics.median(errs):.1f} %, "
               f"worst {100 * max(errs):.1f} %")
+    if cov:
+        print(f"interval coverage (intended {100 * fpi.COVERAGE:.0f} %): in-sample {sum(cov)}/{len(cov)} "
+              f"({100 * sum(cov) / len(cov):.0f} %, the residual table compiled in)" +
+              (f", leave-one-out {sum(cov_loo)}/{len(cov_loo)} ({100 * sum(cov_loo) / len(cov_loo):.0f} %)"
+               if cov_loo else ""))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,14 @@
 // Prints the simulator's all-reduce times on one 8-GPU node against nccl-tests measurements
 // (traces/reference/nccl_allreduce_8xa100.tsv, nccl_allreduce_8xh200.tsv; sources in their first
-// lines) for docs/sim.md. Nothing is asserted about the errors: the efficiencies are fit on these
-// curves as a whole (docs/sim.md), and a test asserting them back would be circular.
+// lines) for docs/sim.md, and likewise multi-node all-reduce bus bandwidth
+// (nccl_busbw_fabrics.tsv) and host copies over PCIe (the H200 file's header). Nothing is asserted
+// about the errors: the efficiencies are fit on these curves as a whole (docs/sim.md), and a test
+// asserting them back would be circular.
+//
+// Each comparison is also printed as one machine-readable line,
+//   residual<TAB>component<TAB>source<TAB>what<TAB>measured_s<TAB>tandem_s
+// which tests/bench/fit_prediction_intervals.py reads to fit the prediction intervals'
+// residuals of the nvlink, nic and pcie components (sim/data/component_residuals.tsv).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,10 +42,20 @@ std::vector<std::pair<double, double>> bytes_and_us(const std::string& file, boo
   return rows;
 }
 
+void residual_line(const char* component, const std::string& source, const std::string& what, double measured_s,
+                   double tandem_s) {
+  std::printf("residual\t%s\t%s\t%s\t%.9g\t%.9g\n", component, source.c_str(), what.c_str(), measured_s, tandem_s);
+}
+
+ClusterSpec cluster(const char* preset, int gpus) {
+  return load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto",
+                       {std::string("cluster.preset=") + preset, "cluster.gpus=" + std::to_string(gpus),
+                        "strategy.global_batch=" + std::to_string(2 * gpus)})
+      .cluster;
+}
+
 void compare(const char* preset, const std::string& file, bool has_time) {
-  const ClusterSpec cl = load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto",
-                                       {std::string("cluster.preset=") + preset, "cluster.gpus=8", "strategy.global_batch=16"})
-                             .cluster;
+  const ClusterSpec cl = cluster(preset, 8);
   std::vector<double> errs;
   std::printf("%s all-reduce, 8 GPUs\n%14s %12s %12s %8s\n", preset, "bytes", "measured_us", "tandem_us", "error");
   for (auto [bytes, us] : bytes_and_us(file, has_time)) {
@@ -53,6 +70,8 @@ void compare(const char* preset, const std::string& file, bool has_time) {
     const double e = (t - us) / us;
     errs.push_back(std::fabs(e));
     std::printf("%14.0f %12.1f %12.1f %+7.1f%%\n", bytes, us, t, 100 * e);
+    residual_line("nvlink", file, std::string(preset) + " all-reduce 8 GPUs " + std::to_string(b) + " B", us * 1e-6,
+                  t * 1e-6);
   }
   std::sort(errs.begin(), errs.end());
   std::printf("median |error| %.1f %%, worst %.1f %%\n\n", 100 * errs[errs.size() / 2], 100 * errs.back());
@@ -61,6 +80,59 @@ void compare(const char* preset, const std::string& file, bool has_time) {
 TEST(NcclReference, AllReduceOnOneNodePrintsErrors) {
   compare("dgx-a100-80g", "nccl_allreduce_8xa100.tsv", true);
   compare("hgx-h200", "nccl_allreduce_8xh200.tsv", false);
+}
+
+// Multi-node all-reduce bus bandwidth at large messages (nccl_busbw_fabrics.tsv, "NVLink3 +
+// 8x200Gb RDMA (DGX A100)" 192 GB/s, "NVLink4 + 8x400Gb RDMA (DGX H100)" 380 GB/s): the source
+// gives no node count; two nodes (16 GPUs) and 4 GiB here. busbw = bytes / time * 2 (n - 1) / n
+// (nccl-tests' definition), so the measured time is bytes * 2 (n - 1) / n / busbw.
+TEST(NcclReference, AllReduceAcrossNodesPrintsBusBandwidth) {
+  const int64_t bytes = int64_t(4) << 30;
+  const int n = 16;
+  for (auto [preset, busbw_gbps] : {std::pair{"dgx-a100-80g", 192.0}, std::pair{"dgx-h100", 380.0}}) {
+    std::vector<int> all(n);
+    for (int i = 0; i < n; ++i) all[size_t(i)] = i;
+    Schedule s = make_schedule(cluster(preset, n), n, {all}, [bytes](int rank) {
+      ProgramWriter w(rank);
+      w.collective(CollectiveOp::kAllReduce, 0, bytes);
+      return w.p;
+    });
+    const double t = simulate(s).iteration_time_s;
+    ASSERT_TRUE(std::isfinite(t) && t > 0);
+    const double factor = 2.0 * (n - 1) / n;
+    const double measured = double(bytes) * factor / (busbw_gbps * 1e9);
+    std::printf("%s all-reduce, 2 nodes: busbw measured %.1f GB/s, tandem %.1f GB/s (%+.1f%%)\n", preset, busbw_gbps,
+                double(bytes) * factor / t / 1e9, 100 * (measured / t - 1));
+    residual_line("nic", "nccl_busbw_fabrics.tsv", std::string(preset) + " all-reduce 16 GPUs busbw", measured, t);
+  }
+}
+
+// Host copies over PCIe on H200 (nccl_allreduce_8xh200.tsv header: PCIe5 x16 H2D 55.43 GB/s,
+// D2H 55.06 GB/s), 1 GiB each way.
+TEST(NcclReference, HostCopiesPrintErrors) {
+  const int64_t bytes = int64_t(1) << 30;
+  for (auto [direction, gbps, name] : {std::tuple{CopyDirection::kH2D, 55.43, "H2D"},
+                                       std::tuple{CopyDirection::kD2H, 55.06, "D2H"}}) {
+    Schedule s = make_schedule(cluster("hgx-h200", 8), 1, {}, [bytes, direction](int rank) {
+      ProgramWriter w(rank);
+      const BufferId host = w.buffer("host", bytes, Placement::kHost);
+      const BufferId dev = w.buffer("dev", bytes);
+      const TaskId a = w.alloc(host);
+      const TaskId b = w.alloc(dev, {a});
+      Copy c;
+      c.direction = direction;
+      c.bytes = bytes;
+      c.src = direction == CopyDirection::kH2D ? host : dev;
+      c.dst = direction == CopyDirection::kH2D ? dev : host;
+      w.add(direction == CopyDirection::kH2D ? Stream::kH2D : Stream::kD2H, c, {b});
+      return w.p;
+    });
+    const double t = simulate(s).iteration_time_s;
+    ASSERT_TRUE(std::isfinite(t) && t > 0);
+    const double measured = double(bytes) / (gbps * 1e9);
+    std::printf("hgx-h200 %s copy 1 GiB: measured %.1f GB/s, tandem %.1f GB/s\n", name, gbps, double(bytes) / t / 1e9);
+    residual_line("pcie", "nccl_allreduce_8xh200.tsv", std::string("hgx-h200 ") + name + " copy 1 GiB", measured, t);
+  }
 }
 
 }  // namespace

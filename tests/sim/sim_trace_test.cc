@@ -61,7 +61,16 @@ void expect_streamed_equals_built(const std::vector<std::string>& sets, int fold
   EXPECT_EQ(streamed.checksum(), fnv1a64(std::string_view(bytes).substr(0, bytes.size() - 10)));
   EXPECT_EQ(streamed.ranks_size(), s.world_size());
 
+  // The prediction interval travels in the trace, after the ranks (tandem compare reads it).
+  ASSERT_TRUE(streamed.has_iteration_time_low_s() && streamed.has_iteration_time_high_s());
+  EXPECT_EQ(streamed.iteration_time_low_s(), r.iteration_time_low_s);
+  EXPECT_EQ(streamed.iteration_time_high_s(), r.iteration_time_high_s);
+  EXPECT_LE(r.iteration_time_low_s, r.iteration_time_s);
+  EXPECT_LE(r.iteration_time_s, r.iteration_time_high_s);
+
   proto::Trace built = builder_trace(s, r);
+  built.set_iteration_time_low_s(r.iteration_time_low_s);
+  built.set_iteration_time_high_s(r.iteration_time_high_s);
   built.set_checksum(streamed.checksum());
   std::string diff;
   google::protobuf::util::MessageDifferencer d;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "shared/error.h"
 #include "shared/scenario.h"
@@ -61,10 +62,14 @@ TEST_F(TinySweep, SixPointsOneInvalidWithTheLoadersReason) {
       ASSERT_FALSE(loader.empty());
       EXPECT_EQ(p.result.reason, loader);
       EXPECT_TRUE(std::isnan(p.result.tokens_per_s));
+      EXPECT_TRUE(std::isnan(p.result.iteration_time_low_s));
       EXPECT_EQ(p.gpus, 1);
     } else {
       EXPECT_EQ(p.result.status, PointStatus::kOk) << i << ": " << p.result.reason;
       EXPECT_GT(p.result.iteration_time_s, 0);
+      EXPECT_LE(p.result.iteration_time_low_s, p.result.iteration_time_s);
+      EXPECT_LE(p.result.iteration_time_s, p.result.iteration_time_high_s);
+      EXPECT_LT(p.result.iteration_time_low_s, p.result.iteration_time_high_s);
       EXPECT_GT(p.result.tokens_per_s, 0);
       EXPECT_GT(p.result.model_tflops_per_gpu, 0);
       EXPECT_GT(p.result.mfu, 0);
@@ -117,6 +122,9 @@ TEST_F(TinySweep, WorkerCountDoesNotChangeTheJson) {
   EXPECT_NE(a.find("\"format\":\"tandem-sweep-1\""), std::string::npos);
   EXPECT_NE(a.find("\"status\":\"invalid\""), std::string::npos);
   EXPECT_EQ(tandem::testing::count_of(a, "\"index\":"), 6u);
+  // The five valid points carry their prediction interval, the invalid one null.
+  EXPECT_EQ(tandem::testing::count_of(a, "\"iteration_time_interval_s\":["), 5u);
+  EXPECT_EQ(tandem::testing::count_of(a, "\"iteration_time_interval_s\":null"), 1u);
 }
 
 TEST_F(TinySweep, HtmlIsWellFormedWithPlotsAndEveryPoint) {
@@ -125,6 +133,12 @@ TEST_F(TinySweep, HtmlIsWellFormedWithPlotsAndEveryPoint) {
   EXPECT_EQ(tandem::testing::count_of(html, "<svg"), 2u);  // throughput and scaling efficiency
   EXPECT_NE(html.find("Best strategy per size"), std::string::npos);
   EXPECT_NE(html.find("tp=2"), std::string::npos);
+  // Each valid point's prediction interval, "low-high s" at 4 significant digits; a column head per table.
+  EXPECT_EQ(tandem::testing::count_of(html, "<th class=\"n\">80 % interval</th>"), 2u);
+  char cell[96];
+  const PointResult& r = serial_->points[0].result;
+  std::snprintf(cell, sizeof cell, "<td class=\"n\">%.4g-%.4g s</td>", r.iteration_time_low_s, r.iteration_time_high_s);
+  EXPECT_NE(html.find(cell), std::string::npos) << cell;
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_NE(html.find(svg::escape(serial_->points[1].result.reason)), std::string::npos);
 }

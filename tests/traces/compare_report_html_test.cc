@@ -64,6 +64,24 @@ TEST(CompareHtml, BalancedSelfContainedWithTheHeadline) {
   EXPECT_EQ(html.find("@import"), std::string::npos);
 }
 
+// The headline shows A's prediction interval and whether B's iteration time (2.55 s) is in it.
+TEST(CompareHtml, HeadlineShowsThePredictionInterval) {
+  Schedule s = testing::sample_schedule();
+  proto::Trace a = serial_trace(s, 1.0);
+  const proto::Trace b = serial_trace(s, 1.1);
+  std::string html = comparison_html(compare_traces(a, b), a, b);
+  EXPECT_EQ(html.find("id=\"interval-a\""), std::string::npos);
+  a.set_iteration_time_low_s(2.4);
+  a.set_iteration_time_high_s(2.5);
+  html = comparison_html(compare_traces(a, b), a, b);
+  EXPECT_EQ(html_balance_problem(html), "");
+  EXPECT_NE(html.find("id=\"interval-a\">2.40 s &ndash; 2.50 s</div>"), std::string::npos);
+  EXPECT_NE(html.find("<div class=\"bad\" id=\"interval-verdict\">B outside</div>"), std::string::npos);
+  a.set_iteration_time_high_s(2.6);
+  html = comparison_html(compare_traces(a, b), a, b);
+  EXPECT_NE(html.find("<div class=\"good\" id=\"interval-verdict\">B inside</div>"), std::string::npos);
+}
+
 // 60k compute tasks and 20k collectives on one rank: the timeline stays within its bound of
 // rectangles and the page stays small.
 TEST(CompareHtml, LargeTraceStaysBounded) {

@@ -279,6 +279,40 @@ TEST(Compare, JsonHoldsTheSameNumbers) {
   EXPECT_EQ(root.at("streams").array.size(), 5u);
 }
 
+// A predicted trace carries its prediction interval: B (2.55 s) lies in [2.4, 2.6] and not in
+// [2.4, 2.5]; the bounds count as inside; a trace without one gives null.
+TEST(Compare, MeasurementAgainstThePredictionInterval) {
+  Schedule s = testing::sample_schedule();
+  proto::Trace a = serial_trace(s, 1.0);
+  const proto::Trace b = serial_trace(s, 1.1);
+  Comparison c = compare_traces(a, b);
+  EXPECT_FALSE(c.a.has_interval);
+  EXPECT_EQ(b_in_a_interval(c), -1);
+  Json root = JsonParser::parse(comparison_json(c));
+  EXPECT_EQ(root.at("headline").at("a_interval_s").type, Json::kNull);
+  EXPECT_EQ(root.at("headline").at("b_in_a_interval").type, Json::kNull);
+  EXPECT_EQ(comparison_text(c).find("prediction interval"), std::string::npos);
+
+  a.set_iteration_time_low_s(2.4);
+  a.set_iteration_time_high_s(2.6);
+  c = compare_traces(a, b);
+  EXPECT_EQ(b_in_a_interval(c), 1);
+  root = JsonParser::parse(comparison_json(c));
+  ASSERT_EQ(root.at("headline").at("a_interval_s").array.size(), 2u);
+  EXPECT_EQ(root.at("headline").at("a_interval_s").array[0].number, 2.4);
+  EXPECT_EQ(root.at("headline").at("a_interval_s").array[1].number, 2.6);
+  EXPECT_TRUE(root.at("headline").at("b_in_a_interval").boolean);
+  EXPECT_NE(comparison_text(c).find("prediction interval of A: 2.40 s .. 2.60 s: B inside"), std::string::npos)
+      << comparison_text(c);
+
+  a.set_iteration_time_high_s(2.5);
+  c = compare_traces(a, b);
+  EXPECT_EQ(b_in_a_interval(c), 0);
+  EXPECT_NE(comparison_text(c).find("B outside"), std::string::npos);
+  a.set_iteration_time_high_s(2.55);  // B exactly on the bound
+  EXPECT_EQ(b_in_a_interval(compare_traces(a, b)), 1);
+}
+
 // A generated schedule (tiny GPT, tensor 2 x pipeline 2) run by the reference executor with two
 // cost functions: every task matches, the iteration times are the runs' makespans, and the kinds
 // B slows down have the errors the cost functions give them.

@@ -75,7 +75,7 @@ TEST(TraceIo, RoundTripsEveryField) {
 
 // write_trace copies the header fields one by one: a field added to Trace must be added there.
 TEST(TraceIo, WriterKnowsEveryTraceField) {
-  EXPECT_EQ(proto::Trace::descriptor()->field_count(), 11)
+  EXPECT_EQ(proto::Trace::descriptor()->field_count(), 13)
       << "a field was added to Trace: copy it in write_trace's header, then update this count";
 }
 

@@ -99,6 +99,9 @@ TraceInfo info(const proto::Trace& t, const std::string& name) {
   i.world_size = t.world_size();
   i.ranks = t.ranks_size();
   i.events = event_total(t);
+  i.has_interval = t.has_iteration_time_low_s() && t.has_iteration_time_high_s();
+  i.interval_low_s = t.iteration_time_low_s();
+  i.interval_high_s = t.iteration_time_high_s();
   return i;
 }
 
@@ -378,6 +381,12 @@ std::string comparison_json(const Comparison& c) {
   j.key("same_scenario").boolean(c.same_scenario);
   j.key("headline").begin_object();
   json_pair(j, "iteration_a_s", "iteration_b_s", "error", c.iteration);
+  j.key("a_interval_s");
+  if (c.a.has_interval) j.begin_array().number(c.a.interval_low_s).number(c.a.interval_high_s).end_array();
+  else j.null();
+  j.key("b_in_a_interval");
+  if (c.a.has_interval) j.boolean(b_in_a_interval(c));
+  else j.null();
   j.key("ranks_compared").integer(c.ranks_compared);
   j.key("matched_events").integer(c.matched);
   j.key("only_in_a").integer(c.only_a);
@@ -422,11 +431,19 @@ std::string comparison_json(const Comparison& c) {
   return out;
 }
 
+int b_in_a_interval(const Comparison& c) {
+  if (!c.a.has_interval) return -1;
+  return c.a.interval_low_s <= c.iteration.b_s && c.iteration.b_s <= c.a.interval_high_s;
+}
+
 std::string comparison_text(const Comparison& c) {
   std::string s;
   s += "iteration time: " + c.a.name + " " + format_seconds(c.iteration.a_s) + ", " + c.b.name + " " +
        format_seconds(c.iteration.b_s) + ", error " + format_error(c.iteration.error()) + " (" + c.a.name +
        " vs " + c.b.name + ")\n";
+  if (c.a.has_interval)
+    s += "prediction interval of " + c.a.name + ": " + format_seconds(c.a.interval_low_s) + " .. " +
+         format_seconds(c.a.interval_high_s) + ": " + c.b.name + (b_in_a_interval(c) ? " inside" : " outside") + "\n";
   s += "events: " + std::to_string(c.matched) + " matched, " + std::to_string(c.only_a) + " only in " + c.a.name +
        ", " + std::to_string(c.only_b) + " only in " + c.b.name + "\n";
   if (!c.same_scenario) s += "warning: the traces ran different scenarios\n";

@@ -78,6 +78,10 @@ struct TraceInfo {
   int world_size = 0;
   int ranks = 0;
   uint64_t events = 0;
+  // A predicted trace's prediction interval of its iteration time (trace fields
+  // iteration_time_low_s/high_s, sim/prediction_interval.h); none in measured traces.
+  bool has_interval = false;
+  double interval_low_s = 0, interval_high_s = 0;
 };
 
 struct Comparison {
@@ -105,9 +109,14 @@ struct Comparison {
 Comparison compare_traces(const proto::Trace& a, const proto::Trace& b, const CompareOptions& options = {});
 
 // One JSON object: {"format":"tandem-compare-1", "a":{...}, "b":{...}, "headline":{...},
+// (headline: ..., "a_interval_s": [low, high] or null, "b_in_a_interval": true/false/null),
 // "streams":[...], "ranks":[...], "kinds":[...], "labels":[...], "unmatched":[...]}; times in
 // seconds, errors as fractions (null when undefined).
 std::string comparison_json(const Comparison& c);
+
+// Whether B's iteration time lies within A's prediction interval (bounds included): 1 yes, 0 no,
+// -1 when A carries no interval.
+int b_in_a_interval(const Comparison& c);
 
 // A few lines for the terminal: the headline and the five kinds that contribute most.
 std::string comparison_text(const Comparison& c);

@@ -252,11 +252,20 @@ std::string comparison_html(const Comparison& c, const proto::Trace& a, const pr
        escape(format_seconds(c.iteration.b_s)) + "</div></div>";
   s += "<div><div class=\"k\">error (A&minus;B)/B</div><div class=\"v " + error_class(c.iteration.error()) +
        "\" id=\"iteration-error\">" + escape(format_error(c.iteration.error())) + "</div></div>";
+  if (c.a.has_interval) {
+    const bool inside = b_in_a_interval(c) == 1;
+    s += "<div><div class=\"k\">prediction interval of A</div><div class=\"v\" id=\"interval-a\">" +
+         escape(format_seconds(c.a.interval_low_s)) + " &ndash; " + escape(format_seconds(c.a.interval_high_s)) +
+         "</div><div class=\"" + (inside ? "good" : "bad") + "\" id=\"interval-verdict\">B " +
+         (inside ? "inside" : "outside") + "</div></div>";
+  }
   s += "<div><div class=\"k\">events</div><div>" + std::to_string(c.matched) + " matched<br>" +
        std::to_string(c.only_a) + " only in A, " + std::to_string(c.only_b) + " only in B</div></div>";
   s += "</div>\n";
   s += "<p class=\"note\">Iteration time of a trace: the largest over its ranks of last event end minus first event "
-       "start. Errors are (A&minus;B)/B: negative when A is faster.</p>\n";
+       "start. Errors are (A&minus;B)/B: negative when A is faster. A predicted trace carries the prediction interval "
+       "of its iteration time (from each cost component's residuals on the reference data, docs/sim.md): whether "
+       "B's iteration time lies in it is shown beside it.</p>\n";
   if (c.label_mismatches > 0)
     s += "<p class=\"bad\">" + std::to_string(c.label_mismatches) +
          " matched events carry different labels in A and B (A's label is used).</p>\n";
