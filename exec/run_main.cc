@@ -70,6 +70,13 @@ int main(int argc, char** argv) {
       throw Error("--driver: expected host or cuda, got '" + a.driver + "'");
     std::vector<std::string> sets = a.sets;
     if (a.ranks > 0) sets.push_back("cluster.gpus=" + std::to_string(a.ranks));
+    if (a.driver == "host" && load_scenario(a.scenario, sets).strategy.dtype == DType::kFp8) {
+      // The CPU has no FP8: every rank runs the same step in fp32 (strategy.dtype=fp32 is passed on).
+      std::cerr << "tandem run: strategy.dtype fp8: the host driver computes this run in fp32 (no FP8 on the "
+                   "CPU); the plan, memory and trace are those of strategy.dtype=fp32\n";
+      sets.push_back("strategy.dtype=fp32");
+      a.sets.push_back("strategy.dtype=fp32");
+    }
     // Check everything a worker would, before starting any process.
     Schedule schedule(load_scenario(a.scenario, sets));
 #ifdef TANDEM_HAVE_CUDA_DRIVER

@@ -33,8 +33,9 @@ constexpr Figure kDeviceFigures[] = {
     {"pcie_bandwidth_gbps", &ClusterSpec::pcie_bandwidth_gbps, kMaxBandwidthGbps, kBandwidthBound},
 };
 
-// These may be 0 (the NIC bandwidth only on one node).
+// These may be 0 (the NIC bandwidth only on one node; the FP8 peak on a GPU without FP8).
 constexpr Figure kOptionalFigures[] = {
+    {"peak_fp8_tflops", &ClusterSpec::peak_fp8_tflops, kMaxTflops, kTflopsBound},  // 0: no FP8 tensor cores
     {"nic_bandwidth_gbps", &ClusterSpec::nic_bandwidth_gbps, kMaxBandwidthGbps, kBandwidthBound},
     {"nvlink_latency_us", &ClusterSpec::nvlink_latency_us, kMaxLatencyUs, kLatencyBound},
     {"nic_latency_us", &ClusterSpec::nic_latency_us, kMaxLatencyUs, kLatencyBound},

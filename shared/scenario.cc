@@ -28,6 +28,9 @@ int dtype_bytes(DType t) {
     case DType::kBf16: return 2;
     case DType::kInt32: return 4;
     case DType::kUint8: return 1;
+    case DType::kFp8:
+    case DType::kFp8E4M3:
+    case DType::kFp8E5M2: return 1;
   }
   return 0;
 }
@@ -82,6 +85,9 @@ double ClusterSpec::peak_tflops(DType t) const {
   switch (t) {
     case DType::kFp16: return peak_fp16_tflops;
     case DType::kBf16: return peak_bf16_tflops;
+    case DType::kFp8:
+    case DType::kFp8E4M3:
+    case DType::kFp8E5M2: return peak_fp8_tflops;
     case DType::kFp32:
     case DType::kInt32:
     case DType::kUint8: return peak_fp32_tflops;

@@ -10,7 +10,11 @@
 
 namespace tandem {
 
-enum class DType : uint8_t { kFp32, kFp16, kBf16, kInt32, kUint8 };
+// kFp8 is a strategy choice, not an element type: Transformer Engine's hybrid recipe, FP8 GEMMs
+// (inputs and weights e4m3 forward, gradients e5m2 backward) with bf16 everywhere else
+// (shared/fp8_recipe.h). kFp8E4M3 and kFp8E5M2 are the element types of those GEMMs.
+// New values are appended: the numbers are stored in traces and calibration profiles.
+enum class DType : uint8_t { kFp32, kFp16, kBf16, kInt32, kUint8, kFp8, kFp8E4M3, kFp8E5M2 };
 enum class Norm : uint8_t { kLayerNorm, kRmsNorm };
 enum class Activation : uint8_t { kGelu, kSwiglu };
 enum class TpMode : uint8_t { k1d, k2d, k2p5d, k3d };
@@ -65,6 +69,7 @@ struct ClusterSpec {
   double peak_fp16_tflops = 0;
   double peak_bf16_tflops = 0;
   double peak_fp32_tflops = 0;
+  double peak_fp8_tflops = 0;  // 0: no FP8 tensor cores (A100)
   double hbm_gib = 0;
   double hbm_bandwidth_gbps = 0;
   double nvlink_bandwidth_gbps = 0;
@@ -99,7 +104,7 @@ struct StrategySpec {
   Offload offload = Offload::kNone;
   int micro_batch = 1;
   int global_batch = 1;
-  DType dtype = DType::kBf16;
+  DType dtype = DType::kBf16;  // fp32 | fp16 | bf16 | fp8 (the hybrid recipe)
   double bucket_mb = 25;
   bool flash_attention = false;
   CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::kAuto;

@@ -15,11 +15,12 @@ struct Spelling {
   const char* name;
 };
 
-inline constexpr Spelling<DType> kDTypeSpellings[] = {{DType::kFp32, "fp32"},   {DType::kFp16, "fp16"},
-                                                      {DType::kBf16, "bf16"},   {DType::kInt32, "int32"},
-                                                      {DType::kUint8, "uint8"}};
-// strategy.dtype takes the first three; int32 and uint8 are the element types of tokens and masks.
-inline constexpr size_t kStrategyDTypeCount = 3;
+inline constexpr Spelling<DType> kDTypeSpellings[] = {
+    {DType::kFp32, "fp32"},   {DType::kFp16, "fp16"},  {DType::kBf16, "bf16"},         {DType::kFp8, "fp8"},
+    {DType::kInt32, "int32"}, {DType::kUint8, "uint8"}, {DType::kFp8E4M3, "fp8_e4m3"}, {DType::kFp8E5M2, "fp8_e5m2"}};
+// strategy.dtype takes the first four; int32 and uint8 are the element types of tokens and masks,
+// fp8_e4m3 and fp8_e5m2 those of the GEMMs of an fp8 strategy.
+inline constexpr size_t kStrategyDTypeCount = 4;
 inline constexpr Spelling<GradDType> kGradDTypeSpellings[] = {
     {GradDType::kParam, "param"}, {GradDType::kFp32, "fp32"}, {GradDType::kFp32IfBf16, "fp32-if-bf16"}};
 inline constexpr Spelling<Norm> kNormSpellings[] = {{Norm::kLayerNorm, "layernorm"}, {Norm::kRmsNorm, "rmsnorm"}};

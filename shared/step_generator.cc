@@ -23,6 +23,22 @@ class StepGenerator : public ProgramGenerator {
   const RankGrid& grid_;
 };
 
+// Transformer Engine's fp8_autocast wraps a chunk's transformer layers (Megatron-Core's
+// TransformerBlock), not its embedding or head: the forward amax reduction follows the chunk's
+// last layer, the backward one the backward of its first layer (shared/fp8_state.cc).
+bool is_last_layer_of_chunk(const StepState& st, int chunk, int unit) {
+  const std::vector<int> units = st.chunk_units(chunk);
+  for (auto it = units.rbegin(); it != units.rend(); ++it)
+    if (st.layout.units[*it].kind == ParamUnit::Kind::kLayer) return *it == unit;
+  return false;
+}
+
+bool is_first_layer_of_chunk(const StepState& st, int chunk, int unit) {
+  for (int u : st.chunk_units(chunk))
+    if (st.layout.units[u].kind == ParamUnit::Kind::kLayer) return u == unit;
+  return false;
+}
+
 void StepGenerator::forward(StepState& st, int chunk, int mb) const {
   const StepDims& d = st.dims;
   BufferId x = kNoId;
@@ -46,6 +62,7 @@ void StepGenerator::forward(StepState& st, int chunk, int mb) const {
       a.x = x;
       emit_layer_forward(st, u, a, Phase::kForward, &x);
       st.keep_layer(chunk, a);
+      if (d.fp8 && is_last_layer_of_chunk(st, chunk, u)) emit_amax_reduction(st, true, mb);
     } else {
       emit_head_forward(st, u, chunk, mb, x);
       x = kNoId;
@@ -80,6 +97,7 @@ void StepGenerator::backward(StepState& st, int chunk, int mb) const {
       }
       LayerActs a = st.take_layer(chunk, mb);
       g = emit_layer_backward(st, u, a, g);
+      if (d.fp8 && is_first_layer_of_chunk(st, chunk, u)) emit_amax_reduction(st, false, mb);
     } else {
       emit_embedding_backward(st, u, chunk, mb, g);
       g = kNoId;
@@ -99,6 +117,7 @@ Program StepGenerator::generate(int rank) const {
   const size_t work = size_t(st.micro_batches) * (st.layout.units.size() + 2);
   st.program.reserve(work * 100 + 1024, work * 40 + 1024);
   emit_persistent_state(st);
+  if (st.dims.fp8) emit_fp8_state(st);
   emit_param_gathers(st);
   const StrategySpec& s = sc_.strategy;
   for (const PipeOp& op : pipeline_order(s.pp_schedule, s.pp, st.coord.pp, st.micro_batches, s.virtual_stages)) {

@@ -25,7 +25,8 @@ StepDims make_dims(const Scenario& sc, int tp_index) {
   d.ffn_in = m.activation == Activation::kSwiglu ? 2 * d.ffn : d.ffn;
   d.vocab = m.vocab / s.tp;
   d.vocab_offset = d.vocab * tp_index;
-  d.dtype = s.dtype;
+  d.fp8 = s.dtype == DType::kFp8;
+  d.dtype = d.fp8 ? DType::kBf16 : s.dtype;
   d.dropout = m.dropout > 0;
   d.flash = s.flash_attention;
   return d;
@@ -119,18 +120,18 @@ void StepState::tp_collective(CollectiveOp op, BufferId in, BufferId out, int64_
 
 void StepState::linear_fwd(Phase ph, int layer, int mb, BufferId x, BufferId w, BufferId y, int64_t rows,
                            int64_t out, int64_t in) {
-  kernel(Kernel::kGemm, ph, layer, mb, {rows, out, in}, {x, w}, {y}, kTransB, dims.dtype);
+  kernel(Kernel::kGemm, ph, layer, mb, {rows, out, in}, {x, w}, {y}, kTransB, dims.gemm_dtype(layer, false));
 }
 
 void StepState::linear_dgrad(int layer, int mb, BufferId dy, BufferId w, BufferId dx, int64_t rows, int64_t out,
                              int64_t in) {
-  kernel(Kernel::kGemm, Phase::kBackward, layer, mb, {rows, in, out}, {dy, w}, {dx}, 0, dims.dtype);
+  kernel(Kernel::kGemm, Phase::kBackward, layer, mb, {rows, in, out}, {dy, w}, {dx}, 0, dims.gemm_dtype(layer, true));
 }
 
 void StepState::linear_wgrad(int layer, int mb, BufferId dy, BufferId x, BufferId dw, int64_t rows, int64_t out,
                              int64_t in) {
   kernel(Kernel::kGemm, Phase::kBackward, layer, mb, {out, in, rows}, {dy, x}, {dw}, kTransA | kAccumulateOut,
-         dims.dtype);
+         dims.gemm_dtype(layer, true));
 }
 
 BufferId StepState::gather_seq(BufferId shard, int layer, int mb, Phase ph, const char* what) {

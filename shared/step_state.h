@@ -28,12 +28,21 @@ struct StepDims {
   int64_t ffn_in = 0;   // fc1 output width: ffn, or 2 ffn for SwiGLU
   int64_t vocab = 0, vocab_offset = 0;  // local vocabulary rows and their first global row
   int64_t batch = 0, seq = 0;
-  DType dtype = DType::kFp32;
+  DType dtype = DType::kFp32;  // activations, parameters, gradients: bf16 under strategy.dtype fp8
+  bool fp8 = false;            // strategy.dtype fp8: the layers' GEMMs in FP8 (shared/fp8_recipe.h)
   int tp = 1;
   bool seq_parallel = false;  // Megatron-SP over the tensor group
   bool tp_overlap = false;    // its gathers and reductions as ring exchanges under the GEMMs
   bool dropout = false;
   bool flash = false;
+
+  // The element type of a GEMM of `layer` (-1: embedding or head): under fp8 a layer's forward
+  // GEMMs take e4m3 operands and its backward GEMMs an e5m2 gradient (the hybrid recipe); the
+  // head's GEMMs stay in dtype.
+  DType gemm_dtype(int layer, bool backward) const {
+    if (!fp8 || layer < 0) return dtype;
+    return backward ? DType::kFp8E5M2 : DType::kFp8E4M3;
+  }
 };
 
 // Parameter (or gradient) views of one unit. kNoId where the unit has no such tensor.
@@ -194,5 +203,9 @@ void release_params_after(StepState& st, int unit, bool forward);
 void ensure_grads(StepState& st, int unit);
 void after_unit_backward(StepState& st, int unit, int mb);
 void emit_optimizer(StepState& st);
+// fp8_state.cc: strategy.dtype fp8, the FP8 weight copies and the scaling state of every layer.
+void emit_fp8_state(StepState& st);
+// The amax reduction at the end of a chunk's forward (forward) or backward of micro-batch mb.
+void emit_amax_reduction(StepState& st, bool forward, int mb);
 
 }  // namespace tandem

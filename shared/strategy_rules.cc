@@ -32,6 +32,12 @@ StrategySpec Resolver::strategy(const ModelSpec& model, const ClusterSpec& clust
   spec.recompute = choice("strategy.recompute", p.recompute(), kRecomputeSpellings);
   spec.offload = choice("strategy.offload", p.offload(), kOffloadSpellings);
   spec.dtype = choice("strategy.dtype", p.dtype(), kDTypeSpellings, kStrategyDTypeCount);
+  if (spec.dtype == DType::kFp8 && !(cluster.peak_fp8_tflops > 0)) {
+    fail("strategy.dtype", "fp8 needs FP8 tensor cores (Hopper or later), and cluster '" +
+                               (cluster.preset.empty() ? cluster.gpu_name : cluster.preset) + "' (" + cluster.gpu_name +
+                               ") has none: cluster.peak_fp8_tflops is 0 (an A100 has no FP8); use bf16 or fp16, "
+                               "or an H100/H200 cluster (dgx-h100, hgx-h200)");
+  }
   spec.collective_algorithm = choice("strategy.collective_algorithm", p.collective_algorithm(), kCollectiveAlgorithmSpellings);
 
   at_least("strategy.tp", p.tp(), 1);

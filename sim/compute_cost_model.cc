@@ -20,7 +20,8 @@ bool kernel_from_name(const std::string& s, Kernel* k) {
 }
 
 bool dtype_from_name(const std::string& s, DType* t) {
-  for (DType d : {DType::kFp32, DType::kFp16, DType::kBf16, DType::kInt32, DType::kUint8})
+  for (DType d : {DType::kFp32, DType::kFp16, DType::kBf16, DType::kInt32, DType::kUint8, DType::kFp8E4M3,
+                  DType::kFp8E5M2})
     if (s == to_string(d)) return *t = d, true;
   return false;
 }

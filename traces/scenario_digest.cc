@@ -84,6 +84,7 @@ std::string scenario_canonical_text(const Scenario& s) {
   t.add("cluster.peak_fp16_tflops", c.peak_fp16_tflops);
   t.add("cluster.peak_bf16_tflops", c.peak_bf16_tflops);
   t.add("cluster.peak_fp32_tflops", c.peak_fp32_tflops);
+  t.add("cluster.peak_fp8_tflops", c.peak_fp8_tflops);
   t.add("cluster.hbm_gib", c.hbm_gib);
   t.add("cluster.hbm_bandwidth_gbps", c.hbm_bandwidth_gbps);
   t.add("cluster.nvlink_bandwidth_gbps", c.nvlink_bandwidth_gbps);

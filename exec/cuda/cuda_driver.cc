@@ -43,6 +43,9 @@ ncclDataType_t nccl_type(DType t) {
     case DType::kBf16: return ncclBfloat16;
     case DType::kInt32: return ncclInt32;
     case DType::kUint8: return ncclUint8;
+    case DType::kFp8:
+    case DType::kFp8E4M3:
+    case DType::kFp8E5M2: break;  // refused by check_cuda_scenario
   }
   throw Error("exec: no NCCL type for this dtype", ErrorKind::kInternal);
 }
@@ -57,6 +60,10 @@ char* C(void* p) { return static_cast<char*>(p); }
 }  // namespace
 
 void check_cuda_scenario(const Scenario& sc) {
+  if (sc.strategy.dtype == DType::kFp8)
+    throw Error(sc.origin + ": strategy.dtype: fp8 is not run by the CUDA driver: it has no FP8 GEMMs (cuBLASLt "
+                "e4m3/e5m2 with per-tensor scales) nor Transformer Engine's amax and scale bookkeeping yet; "
+                "simulate it with tandem sim, or run it here with --set strategy.dtype=bf16");
   if (sc.strategy.dtype != DType::kFp32 && sc.strategy.dtype != DType::kBf16)
     throw Error(sc.origin + ": strategy.dtype: the CUDA driver runs fp32 and bf16, got " +
                 std::string(to_string(sc.strategy.dtype)) + " (use --set strategy.dtype=bf16)");

@@ -15,7 +15,7 @@ prints the table again from saved rows without simulating, the in-sample interva
 from sim/data/component_residuals.tsv by the same rule (fit_prediction_intervals.combine) — what
 the simulator prints once rebuilt with that table.
 
-  tests/bench/sim_reference_error.py [--bin build/bin/tandem-sim] [--only korthikanti|megatron]
+  tests/bench/sim_reference_error.py [--bin build/bin/tandem-sim] [--only korthikanti|megatron|nemo]
       [--max-gpus N] [--save rows.json | --rows rows.json] [--sim-test build/bin/sim_test]
 """
 import argparse, json, os, statistics, subprocess, sys, time
@@ -120,10 +120,71 @@ def replay(path):
     return res, saved
 
 
+# The published shapes of the NeMo 24.07 FP8 rows' model families, from NVIDIA/NeMo @
+# 8e3d65dcfe3504689bfc5b6e67d502780aacad41 (the commit of the performance summary the rows come from),
+# nemo/collections/llm/gpt/model/: base.py GPTConfig5B/20B/175B (LayerNorm, GeLU, tied embeddings,
+# Megatron-Core TransformerConfig's dropout 0.1), llama.py Llama2Config7B/13B/70B (RMSNorm, SwiGLU,
+# untied, dropout 0) and nemotron.py Nemotron3Config8B, Nemotron4Config22B/340B (LayerNorm with
+# zero-centred gamma, squared ReLU, untied, dropout 0). Vocabularies: the GPT-2 BPE (50257), the
+# Llama 2 SentencePiece (32000), Nemotron's 256000, each padded by NeMo's get_vocab_size to a multiple
+# of make_vocab_size_divisible_by (128) * tp. Squared ReLU is not a gated unit: it runs the two
+# GEMMs of a GeLU MLP, so it is given to tandem as gelu (the element-wise kernel differs).
+# (layers, hidden, heads, kv_heads, ffn, tokenizer vocab, activation, norm, tied, dropout)
+NEMO_MODELS = {
+    "GPT3-5B": (24, 4096, 32, 32, 16384, 50257, "gelu", "layernorm", True, 0.1),
+    "GPT3-20B": (44, 6144, 48, 48, 24576, 50257, "gelu", "layernorm", True, 0.1),
+    "GPT3-175B": (96, 12288, 96, 96, 49152, 50257, "gelu", "layernorm", True, 0.1),
+    "LLAMA2-7B": (32, 4096, 32, 32, 11008, 32000, "swiglu", "rmsnorm", False, 0.0),
+    "LLAMA2-13B": (40, 5120, 40, 40, 13824, 32000, "swiglu", "rmsnorm", False, 0.0),
+    "LLAMA2-70B": (80, 8192, 64, 8, 28672, 32000, "swiglu", "rmsnorm", False, 0.0),
+    "Nemotron-8B": (32, 4096, 32, 32, 16384, 256000, "gelu", "layernorm", False, 0.0),
+    "Nemotron-22B": (40, 6144, 48, 48, 24576, 256000, "gelu", "layernorm", False, 0.0),
+    "Nemotron-340B": (96, 18432, 96, 8, 73728, 256000, "gelu", "layernorm", False, 0.0),
+}
+
+
+def nemo(binary, timeout, max_gpus):
+    out = []
+    for r in rows("nemo_24.07_h100_fp8.tsv"):
+        label = f"nemo {r['model']} {r['gpus']} GPUs (TFLOP/s/GPU)"
+        ref = float(r["model_tflops_per_gpu"])
+        if int(r["cp"]) > 1:
+            out.append((label, ref, None, f"skipped: cp={r['cp']} needs context parallelism, not in tandem yet", 0, None))
+            continue
+        if int(r["gpus"]) > max_gpus:
+            out.append((label, ref, None, f"skipped: {r['gpus']} GPUs > --max-gpus", 0, None))
+            continue
+        layers, hidden, heads, kv, ffn, vocab, act, norm, tied, dropout = NEMO_MODELS[r["model"]]
+        tp, pp, vp = int(r["tp"]), int(r["pp"]), int(r["vp"])
+        pad = 128 * tp
+        sets = [f"model.name={r['model']}", f"model.layers={layers}", f"model.hidden={hidden}",
+                f"model.heads={heads}", f"model.kv_heads={kv}", f"model.ffn_hidden={ffn}",
+                f"model.vocab={(vocab + pad - 1) // pad * pad}", f"model.seq_len={r['seq']}",
+                f"model.activation={act}", f"model.norm={norm}", f"model.tied_embeddings={'true' if tied else 'false'}",
+                f"model.dropout={dropout}", "cluster.preset=dgx-h100", f"cluster.gpus={r['gpus']}",
+                f"strategy.tp={tp}", f"strategy.pp={pp}", "strategy.dp=0",
+                f"strategy.global_batch={r['global_batch']}", f"strategy.micro_batch={r['micro_batch']}",
+                "strategy.dtype=fp8", "strategy.recompute=none", "strategy.flash_attention=true",
+                "strategy.zero_stage=1", f"strategy.virtual_stages={vp}",
+                f"strategy.pp_schedule={'interleaved' if vp > 1 else '1f1b'}",
+                f"strategy.sp_mode={'megatron' if tp > 1 else 'none'}",
+                "software.preset=megatron-core-0.8",
+                f"software.tp_comm_overlap={'true' if tp > 1 else 'false'}", "software.overlap_param_gather=true"]
+        try:
+            j, wall = run(binary, sets, timeout)
+            if j.get("oom"):  # no iteration time: not a prediction error, say so
+                out.append((label, ref, None, f"out of memory in the simulation ({wall:.0f} s)", 0, None))
+            else:
+                out.append((label, ref, j["model_tflops_per_gpu"], "TFLOP/s", wall, j))
+        except Exception as e:
+            out.append((label, ref, None, str(e)[:200], 0, None))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin", "tandem-sim"))
-    ap.add_argument("--only", choices=["korthikanti", "megatron"])
+    ap.add_argument("--only", choices=["korthikanti", "megatron", "nemo"])
     ap.add_argument("--max-gpus", type=int, default=8192)
     ap.add_argument("--timeout", type=int, default=1800)
     ap.add_argument("--save", help="write the rows (times, busy time by component) as JSON here")
@@ -139,6 +200,8 @@ def main():
             res += korthikanti(a.bin, a.timeout)
         if a.only in (None, "megatron"):
             res += megatron(a.bin, a.timeout, a.max_gpus)
+        if a.only in (None, "nemo"):
+            res += nemo(a.bin, a.timeout, a.max_gpus)
         # Every row as times: a TFLOP/s row's measured time is the predicted time * predicted / measured.
         rows = []
         for label, ref, pred, unit, wall, j in res:

@@ -203,6 +203,16 @@ TEST(TandemRun, StoppedRankIsNamedTensorAndPipelineParallel) {
   expect_stopped_rank_named("-n 4 --set strategy.tp=2 --set strategy.pp=2", 3, "stop4_");
 }
 
+TEST(TandemRun, Fp8RunsInFp32OnTheHostAndSaysSo) {
+  // The CPU has no FP8: the host driver runs the fp32 step (the same losses as the fp32 run, the
+  // cluster figures do not enter the math) and says so on stderr. tiny-gpt's A100 preset has no
+  // FP8, hence the H100 preset.
+  const RunOutput r = run("-n 1 --json --set cluster.preset=dgx-h100 --set strategy.dtype=fp8");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("strategy.dtype fp8: the host driver computes this run in fp32"), std::string::npos) << r.out;
+  EXPECT_EQ(numbers(json_of(r).at("losses")), numbers(result("-n 1").at("losses")));
+}
+
 TEST(TandemRun, BadInputExitsTwoBeforeLaunching) {
   RunOutput r = run("-n 1 --set strategy.dtype=fp16");
   EXPECT_EQ(r.exit_code, 2) << r.out;

@@ -323,7 +323,7 @@ TEST(scenario_loader, BadSpellings) {
                {"none, megatron, ring, ulysses"});
   expect_error(Doc().set("strategy.recompute", "\"some\""), "strategy.recompute", {"none, selective, full"});
   expect_error(Doc().set("strategy.offload", "\"nvme\""), "strategy.offload", {"none, optimizer, params, auto"});
-  expect_error(Doc().set("strategy.dtype", "\"fp8\""), "strategy.dtype", {"fp32, fp16, bf16"});
+  expect_error(Doc().set("strategy.dtype", "\"fp4\""), "strategy.dtype", {"fp32, fp16, bf16, fp8"});
   expect_error(Doc().set("cluster.inter_node_topology", "\"fat_tree\""), "cluster.inter_node_topology",
                {"fat-tree, rail-optimized"});
   // Spellings are matched without regard to case.
@@ -690,8 +690,8 @@ TEST(scenario_loader, ARuleBrokenBySetIsBlamedOnTheSet) {
   EXPECT_EQ(message.rfind("--set strategy.tp=3 (over bad.textproto): strategy.tp: ", 0), 0u) << message;
   EXPECT_TRUE(contains(message, "tp = 3 must divide model.heads = 4")) << message;
 
-  const std::string spelling = error_of(Doc(), {"strategy.dtype=fp8"});
-  EXPECT_EQ(spelling.rfind("--set strategy.dtype=fp8 (over bad.textproto): strategy.dtype: unknown value", 0), 0u)
+  const std::string spelling = error_of(Doc(), {"strategy.dtype=fp4"});
+  EXPECT_EQ(spelling.rfind("--set strategy.dtype=fp4 (over bad.textproto): strategy.dtype: unknown value", 0), 0u)
       << spelling;
   EXPECT_EQ(error_of(Doc(), {"cluster.preset=nope"}).rfind("--set cluster.preset=nope (over bad.textproto): cluster.preset: unknown preset", 0), 0u);
 }

@@ -116,7 +116,7 @@ TEST(Calibration, RefusesAProfileThatWouldNotCalibrate) {
   EXPECT_CONTAINS(error_with([](auto& p) { p.mutable_kernels(0)->set_median_s(NAN); }), "is not a time");
   EXPECT_CONTAINS(error_with([](auto& p) { p.mutable_kernels(0)->set_median_s(-1); }), "is not a time");
   EXPECT_CONTAINS(error_with([](auto& p) { p.mutable_kernels(0)->set_kernel(kKernelCount); }), "out of range");
-  EXPECT_CONTAINS(error_with([](auto& p) { p.mutable_kernels(0)->set_dtype(5); }), "dtype 5 out of range");
+  EXPECT_CONTAINS(error_with([](auto& p) { p.mutable_kernels(0)->set_dtype(8); }), "dtype 8 out of range");
   EXPECT_CONTAINS(error_with([](auto& p) { p.mutable_kernels(0)->mutable_dims()->RemoveLast(); }),
                   "5 dims, expected 6");
   EXPECT_CONTAINS(error_with([](auto& p) { p.mutable_collectives(0)->set_group_size(0); }), "group size 0");

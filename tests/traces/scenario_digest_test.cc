@@ -52,6 +52,7 @@ std::vector<Mutation> cluster_mutations() {
       {"cluster.peak_fp16_tflops", [](Scenario& s) { s.cluster.peak_fp16_tflops = 989.5; }},
       {"cluster.peak_bf16_tflops", [](Scenario& s) { s.cluster.peak_bf16_tflops = 989.5; }},
       {"cluster.peak_fp32_tflops", [](Scenario& s) { s.cluster.peak_fp32_tflops = 67; }},
+      {"cluster.peak_fp8_tflops", [](Scenario& s) { s.cluster.peak_fp8_tflops = 1978.9; }},
       {"cluster.hbm_gib", [](Scenario& s) { s.cluster.hbm_gib = 80; }},
       {"cluster.hbm_bandwidth_gbps", [](Scenario& s) { s.cluster.hbm_bandwidth_gbps = 3350; }},
       {"cluster.nvlink_bandwidth_gbps", [](Scenario& s) { s.cluster.nvlink_bandwidth_gbps = 450; }},

@@ -26,7 +26,7 @@ double median(std::vector<double> v) {
 using KernelKey = std::tuple<int, int, std::array<int64_t, 6>>;
 
 // The number of values of DType and CollectiveOp (their last enumerators + 1).
-constexpr uint32_t kDTypeValues = uint32_t(DType::kUint8) + 1;
+constexpr uint32_t kDTypeValues = uint32_t(DType::kFp8E5M2) + 1;
 constexpr uint32_t kCollectiveOpValues = uint32_t(CollectiveOp::kReduce) + 1;
 
 // The string of field 1 when `bytes` start like a tandem protobuf file (tag 0x0a, a one-byte
