@@ -2,8 +2,9 @@
 // its phases (plan_collective, plan_p2p; cached per (group, op, bytes, root)), or gives it its
 // closed-form or calibrated time; starts each phase's flows, adds the phase's latency when they
 // have all ended, and with tensor-parallel folding launches every tp lane's flows and checks that
-// they end with lane 0's (else SimResult::fold_exact = false). It owns the flows in flight, which
-// the event loop waits on (Comm::wait_any_for).
+// they end with lane 0's (else SimResult::fold_exact = false). A phase whose flows have their
+// links to themselves is costed alone by a timer until other traffic comes to one of its links.
+// It owns the flows in flight, which the event loop waits on (Comm::wait_any_for).
 //
 // Why separate: everything SimGrid sees of the replay goes through here; the event loop only
 // learns, by timers, when an op's phase or the whole op is over.
