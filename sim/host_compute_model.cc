@@ -77,6 +77,21 @@ HostFit fit_host_kernels(const std::vector<std::array<double, 4>>& points) {
   return best;
 }
 
+namespace {
+
+// One shape: its time scaled by work (flops when it has them, else bytes); more: the fit.
+HostFit fit_or_scale(const std::vector<std::array<double, 4>>& pts) {
+  if (pts.size() != 1) return fit_host_kernels(pts);
+  HostFit f;
+  f.shapes = 1;
+  if (pts[0][0] > 0) f.s_per_flop = pts[0][2] / pts[0][0];
+  else if (pts[0][1] > 0) f.s_per_byte = pts[0][2] / pts[0][1];
+  else f.fixed_s = pts[0][2];
+  return f;
+}
+
+}  // namespace
+
 HostComputeModel::HostComputeModel(const std::vector<MeasuredKernel>& measured) {
   std::map<Kernel, std::vector<std::array<double, 4>>> by_kind;
   std::vector<std::array<double, 4>> flops_class, bytes_class;
@@ -85,21 +100,9 @@ HostComputeModel::HostComputeModel(const std::vector<MeasuredKernel>& measured) 
     by_kind[m.compute.kernel].push_back(p);
     (p[0] > 0 ? flops_class : bytes_class).push_back(p);
   }
-  for (auto& [k, pts] : by_kind) {
-    if (pts.size() == 1) {
-      // One shape: its time scaled by work (flops when it has them, else bytes).
-      HostFit f;
-      f.shapes = 1;
-      if (pts[0][0] > 0) f.s_per_flop = pts[0][2] / pts[0][0];
-      else if (pts[0][1] > 0) f.s_per_byte = pts[0][2] / pts[0][1];
-      else f.fixed_s = pts[0][2];
-      kinds_[k] = f;
-    } else {
-      kinds_[k] = fit_host_kernels(pts);
-    }
-  }
-  with_flops_ = fit_host_kernels(flops_class);
-  without_flops_ = fit_host_kernels(bytes_class);
+  for (auto& [k, pts] : by_kind) kinds_[k] = fit_or_scale(pts);
+  with_flops_ = fit_or_scale(flops_class);
+  without_flops_ = fit_or_scale(bytes_class);
 }
 
 const HostFit* HostComputeModel::fit_for(Kernel k) const {
