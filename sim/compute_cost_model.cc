@@ -56,19 +56,19 @@ CalibrationTable CalibrationTable::load(const std::string& path) {
       if (host) measured.push_back({Compute{kernel, dtype, Phase::kForward, 0, -1, -1, dims, {}, {}}, time, double(k.samples())});
     }
     if (host) t.host_ = HostComputeModel(measured);
-    std::map<int, std::vector<std::array<double, 4>>> by_op;
-    std::vector<std::array<double, 4>> pooled;
+    std::map<int, std::vector<std::array<double, 3>>> by_op;
+    std::vector<std::array<double, 3>> pooled;
     for (const proto::CollectiveTime& c : profile.collectives()) {
       const double time = c.mean_s() > 0 ? c.mean_s() : c.median_s();
       t.add_collective(static_cast<CollectiveOp>(c.op()), static_cast<GroupKind>(c.group_kind()),
                        int(c.group_size()), c.bytes(), time);
-      const std::array<double, 4> point{0.0, double(c.bytes()), time, double(std::max(1u, c.samples()))};
+      const std::array<double, 3> point{double(c.bytes()), time, double(std::max(1u, c.samples()))};
       by_op[int(c.op())].push_back(point);
       pooled.push_back(point);
     }
     if (host) {
-      for (const auto& [op, points] : by_op) t.host_collectives_[op] = fit_host_kernels(points);
-      t.host_collectives_pooled_ = fit_host_kernels(pooled);
+      for (const auto& [op, points] : by_op) t.host_collectives_[op] = fit_size_law(points);
+      t.host_collectives_pooled_ = fit_size_law(pooled);
     }
     return t;
   }
@@ -123,11 +123,9 @@ double CalibrationTable::find_collective(CollectiveOp op, GroupKind kind, int gr
   auto it = collectives_.find({int(op), int(kind), group_size, bytes});
   if (it != collectives_.end()) return it->second;
   // A host profile: the fit over the measured collectives of this op (else of all ops).
-  if (auto f = host_collectives_.find(int(op)); f != host_collectives_.end())
-    return f->second.fixed_s + f->second.s_per_byte * double(bytes);
-  if (host_collectives_pooled_.shapes > 0)
-    return host_collectives_pooled_.fixed_s + host_collectives_pooled_.s_per_byte * double(bytes);
-  return -1.0;
+  if (auto f = host_collectives_.find(int(op)); f != host_collectives_.end() && f->second.shapes > 0)
+    return f->second.time_s(double(bytes));
+  return host_collectives_pooled_.time_s(double(bytes));
 }
 
 double CalibrationTable::host_time(const Compute& c) const {

@@ -58,10 +58,10 @@ class CalibrationTable {
  private:
   HostComputeModel host_;
   double overhead_s_ = 0;
-  // Host profiles: time = a + c * bytes per collective op (all ops pooled for an op not measured),
-  // for the collectives a profile lacks (sim/host_compute_model.h's fit over (0, bytes, time)).
-  std::map<int, HostFit> host_collectives_;
-  HostFit host_collectives_pooled_;
+  // Host profiles: a size law per collective op (all ops pooled for an op not measured), for the
+  // collectives a profile lacks (sim/host_compute_model.h, SizeLaw).
+  std::map<int, SizeLaw> host_collectives_;
+  SizeLaw host_collectives_pooled_;
   std::map<std::tuple<int, int, std::array<int64_t, 6>>, double> table_;
   std::map<std::tuple<int, int, int, int64_t>, double> collectives_;
 };

@@ -1,5 +1,6 @@
 #include "sim/host_compute_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -115,6 +116,28 @@ double HostComputeModel::time_s(const Compute& c) const {
   const HostFit& pooled = c.matmul_flops() > 0 ? with_flops_ : without_flops_;
   if (pooled.shapes == 0) return -1;
   return pooled.time_s(c);
+}
+
+double SizeLaw::time_s(double bytes) const {
+  if (shapes == 0) return -1;
+  return ref_s * std::pow(std::max(bytes, 1.0) / ref_bytes, alpha);
+}
+
+SizeLaw fit_size_law(const std::vector<std::array<double, 3>>& points) {
+  SizeLaw law;
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& p : points) {
+    if (!(p[0] > 0 && p[1] > 0 && p[2] > 0)) continue;
+    const double x = std::log(p[0]), y = std::log(p[1]), w = p[2];
+    sw += w, sx += w * x, sy += w * y, sxx += w * x * x, sxy += w * x * y;
+    ++law.shapes;
+  }
+  if (law.shapes == 0) return law;
+  const double mx = sx / sw, my = sy / sw, var = sxx / sw - mx * mx;
+  law.alpha = var > 1e-12 ? std::clamp((sxy / sw - mx * my) / var, 0.0, 1.0) : 0.0;
+  law.ref_bytes = std::exp(mx);
+  law.ref_s = std::exp(my);
+  return law;
 }
 
 std::string HostComputeModel::describe() const {

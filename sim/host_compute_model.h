@@ -54,6 +54,19 @@ class HostComputeModel {
   HostFit with_flops_, without_flops_;
 };
 
+// Host collectives a profile lacks: time = t_ref * (bytes / bytes_ref)^alpha, alpha in [0, 1], the
+// weighted least-squares line through (ln bytes, ln time) of the measured shapes (alpha 0 with one
+// shape). Not affine in bytes: on a loaded machine a collective's time is mostly its peers waiting
+// to be scheduled, once per protocol round, so it grows far slower than its bytes (measured: 256 B
+// 38 ms, 16 KiB 157 ms, alpha 0.34; an affine fit through them gave DP's 430 KB all-reduce 3.2 s).
+struct SizeLaw {
+  double ref_bytes = 0, ref_s = 0, alpha = 0;
+  int shapes = 0;
+  double time_s(double bytes) const;
+};
+// Over (bytes, time, weight) points with bytes > 0 and time > 0 (others are ignored).
+SizeLaw fit_size_law(const std::vector<std::array<double, 3>>& points);
+
 // The least-squares fit above over (flops, bytes, time, weight) points; exposed for the tests.
 HostFit fit_host_kernels(const std::vector<std::array<double, 4>>& points);
 

@@ -45,3 +45,20 @@ TEST(HostComputeModel, ScalesOneShapeByFlopsAndPoolsMissingKinds) {
 
 }  // namespace
 }  // namespace tandem::sim
+
+namespace tandem::sim {
+namespace {
+
+TEST(HostComputeModel, CollectiveSizeLaw) {
+  // 256 B in 1 ms and 65536 B (256x) in 4 ms: alpha = ln 4 / ln 256 = 0.25; reference at the
+  // geometric means (4096 B, 2 ms); 2^20 B (16x 65536) -> 4 ms * 16^0.25 = 8 ms.
+  const SizeLaw law = fit_size_law({{256, 1e-3, 1}, {65536, 4e-3, 1}});
+  EXPECT_NEAR(law.alpha, 0.25, 1e-12);
+  EXPECT_NEAR(law.time_s(1 << 20), 8e-3, 1e-12);
+  // One shape: constant (alpha 0); falling times clamp to 0 as well.
+  EXPECT_NEAR(fit_size_law({{100, 5e-3, 3}}).time_s(1e6), 5e-3, 1e-15);
+  EXPECT_EQ(fit_size_law({{256, 4e-3, 1}, {65536, 1e-3, 1}}).alpha, 0);
+}
+
+}  // namespace
+}  // namespace tandem::sim
