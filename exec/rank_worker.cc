@@ -19,6 +19,7 @@
 #include "exec/run_args.h"
 #include "exec/runtime.h"
 #include "exec/stall_exchange.h"
+#include "exec/step_stats.h"
 #include "shared/error.h"
 #include "shared/json_writer.h"
 #include "shared/memory_timeline.h"
@@ -133,7 +134,7 @@ int run_rank_worker(const RunArgs& args) {
 
     const int steps = args.steps;
     std::vector<double> loss(steps, NAN), wall(steps, 0);
-    StepResult last;
+    std::vector<StepResult> results(static_cast<size_t>(steps));
     for (int s = 0; s < steps; ++s) {
       maybe_fault(rank, s + 1, false);
       barrier(stalls, rank, world, args.timeout_s, s);
@@ -141,8 +142,16 @@ int run_rank_worker(const RunArgs& args) {
       StepResult r = rt.run_step(s);
       if (r.loss_sum) loss[s] = *r.loss_sum;
       wall[s] = r.wall_s;
-      if (s == steps - 1) last = std::move(r);
+      if (!args.trace_path.empty()) results[size_t(s)] = std::move(r);
     }
+    // The slowest rank's time of each step, on every rank: the traced step is the steady-state
+    // step nearest the median (the one `iteration time` reports), not the last one, so that the
+    // trace, the calibration and the report all describe the same, typical step.
+    std::vector<double> step_s(wall);
+    MPI_Allreduce(MPI_IN_PLACE, step_s.data(), steps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    const StepSpread spread = step_spread(step_s);
+    StepResult last = std::move(results[size_t(spread.representative)]);
+    results.clear();
 
     // Per rank: losses, step wall times, peaks; gathered to rank 0.
     std::vector<double> mine;
@@ -185,6 +194,10 @@ int run_rank_worker(const RunArgs& args) {
             tb.memory(r, e[j], int64_t(e[j + 1]), int64_t(e[j + 2]));
         }
         proto::Trace trace = tb.finish();
+        for (proto::Rank& pr : *trace.mutable_ranks()) {
+          for (int s = 0; s < steps; ++s) pr.add_step_times_s(all[size_t(pr.rank()) * per + steps + s]);
+          pr.set_traced_step(spread.representative);
+        }
         write_trace(trace, args.trace_path);
       }
     }
@@ -195,13 +208,7 @@ int run_rank_worker(const RunArgs& args) {
       const double tokens = double(sc.strategy.global_batch) * sc.model.seq_len;
       std::vector<double> losses(steps);
       for (int s = 0; s < steps; ++s) losses[s] = all[size_t(reporter) * per + s] / tokens;
-      std::vector<double> step_s(steps, 0);
-      for (int s = 0; s < steps; ++s)
-        for (int r = 0; r < world; ++r) step_s[s] = std::max(step_s[s], all[size_t(r) * per + steps + s]);
-      std::vector<double> later(step_s.begin() + (steps > 1 ? 1 : 0), step_s.end());
-      std::sort(later.begin(), later.end());
-      const size_t h = later.size();
-      const double median = h == 0 ? 0 : (h % 2 ? later[h / 2] : 0.5 * (later[h / 2 - 1] + later[h / 2]));
+      const double median = spread.median_s;
       std::vector<int64_t> peak(world), host(world), planned(world);
       for (int r = 0; r < world; ++r) {
         peak[r] = int64_t(all[size_t(r) * per + 2 * steps]);
@@ -219,7 +226,15 @@ int run_rank_worker(const RunArgs& args) {
         j.end_array().key("loss_floor").number(floor, 17).key("iteration_time_s").number(median, 17);
         j.key("step_times_s").begin_array();
         for (int s = 0; s < steps; ++s) j.number(step_s[s], 17);
-        j.end_array().key("peak_memory_bytes").integer(max_peak);
+        j.end_array().key("steady_state").begin_object().key("first_step").integer(spread.first_step + 1);
+        j.key("steps").integer(spread.count).key("min_s").number(spread.min_s, 17).key("q1_s").number(spread.q1_s, 17);
+        j.key("median_s").number(spread.median_s, 17).key("q3_s").number(spread.q3_s, 17);
+        j.key("max_s").number(spread.max_s, 17).key("mean_s").number(spread.mean_s, 17);
+        j.key("relative_iqr").number(spread.relative_iqr(), 6).key("traced_step").integer(spread.representative + 1);
+        j.end_object().key("placement").begin_object().key("cores").integer(args.cores);
+        j.key("ranks").integer(world).key("blas_threads_per_rank").integer(args.blas_threads);
+        j.key("bind").string(args.cores > 0 && world <= args.cores ? "core" : "none").end_object();
+        j.key("peak_memory_bytes").integer(max_peak);
         j.key("peak_memory_bytes_per_rank").begin_array();
         for (int r = 0; r < world; ++r) j.integer(peak[r]);
         j.end_array().key("planned_peak_memory_bytes_per_rank").begin_array();
@@ -233,7 +248,14 @@ int run_rank_worker(const RunArgs& args) {
                     world == 1 ? "" : "s", driver.name(), to_string(sc.strategy.dtype), steps);
         for (int s = 0; s < steps; ++s) std::printf("step %d  loss %.6f  (%.4f s)\n", s + 1, losses[s], step_s[s]);
         std::printf("loss floor (entropy of the data's Markov chain): %.4f nats\n", floor);
-        std::printf("iteration time: %.6f s (median of steps 2..%d, slowest rank)\n", median, steps);
+        std::printf("placement: %d rank%s on %d core%s, %d BLAS thread%s per rank, %s\n", world, world == 1 ? "" : "s",
+                    args.cores, args.cores == 1 ? "" : "s", args.blas_threads, args.blas_threads == 1 ? "" : "s",
+                    args.cores > 0 && world <= args.cores ? "one core per rank (bound)" : "ranks share cores (unbound)");
+        std::printf("iteration time: %.6f s (median of steps %d..%d, slowest rank)\n", median, spread.first_step + 1,
+                    steps);
+        std::printf("step spread: min %.6f  q1 %.6f  q3 %.6f  max %.6f s  (IQR %.1f %% of the median)\n",
+                    spread.min_s, spread.q1_s, spread.q3_s, spread.max_s, 100 * spread.relative_iqr());
+        if (!args.trace_path.empty()) std::printf("traced step: %d (nearest the median)\n", spread.representative + 1);
         std::printf("peak device memory per rank (measured / planned):\n");
         for (int r = 0; r < world; ++r)
           std::printf("  rank %d: %lld / %lld bytes\n", r, (long long)peak[r], (long long)planned[r]);

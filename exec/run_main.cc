@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -49,7 +50,9 @@ int main(int argc, char** argv) {
       ("timeout", po::value(&a.timeout_s), "seconds without progress before a rank aborts the run (default 60)")
       ("scenario", po::value(&a.scenario), "scenario file");
   po::options_description hidden;
-  hidden.add_options()("worker", "run as one rank under mpirun");
+  hidden.add_options()("worker", "run as one rank under mpirun")
+      ("cores", po::value(&a.cores), "the launcher's count of online cores")
+      ("blas-threads", po::value(&a.blas_threads), "BLAS threads per rank the launcher set");
   po::variables_map vm;
   if (auto stop = parse_command_line("tandem run", argc, argv, opts, {{"scenario", 1}}, vm, &hidden)) return *stop;
   a.json = vm.count("json") > 0;
@@ -88,15 +91,24 @@ int main(int argc, char** argv) {
 #endif
       exec::check_host_scenario(schedule.scenario());
     const int ranks = schedule.world_size();
+    // Placement (docs/exec.md, "Where the time goes"): BLAS threads pinned so that ranks x threads
+    // do not exceed the cores (OpenBLAS's default, one thread per core in every rank, made 2 ranks
+    // on 2 cores run 4 spinning threads: GEMMs 200x slower); ranks bound to a core each when they
+    // fit, left to the OS scheduler when they share cores.
+    const exec::Placement place = exec::placement_for(ranks, exec::online_cores());
+    const std::string threads = std::to_string(place.blas_threads);
+    setenv("OPENBLAS_NUM_THREADS", threads.c_str(), 1);
+    setenv("OMP_NUM_THREADS", threads.c_str(), 1);
 
     std::vector<std::string> cmd = {"mpirun", "-n", std::to_string(ranks), "--oversubscribe", "--allow-run-as-root",
-                                    "--bind-to", "none",
+                                    "--bind-to", place.bind,
                                     // Containers forbid the cross-memory-attach copy path; ranks that
                                     // share cores should yield while they wait.
                                     "--mca", "btl_vader_single_copy_mechanism", "none", "--mca",
                                     "mpi_yield_when_idle", "1", self_path(argv[0]), "--worker", a.scenario,
                                     "--driver", a.driver, "--steps", std::to_string(a.steps), "--timeout",
-                                    std::to_string(a.timeout_s)};
+                                    std::to_string(a.timeout_s), "--cores", std::to_string(place.cores),
+                                    "--blas-threads", threads};
     for (const std::string& s : a.sets) cmd.insert(cmd.end(), {"--set", s});
     if (!a.trace_path.empty()) cmd.insert(cmd.end(), {"--trace", a.trace_path});
     if (a.json) cmd.push_back("--json");

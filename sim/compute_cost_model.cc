@@ -42,14 +42,35 @@ CalibrationTable CalibrationTable::load(const std::string& path) {
   CalibrationTable t;
   if (calibration_file_kind(bytes, path) == CalibrationFileKind::kProfile) {
     const proto::CalibrationProfile profile = parse_calibration(bytes, path);
+    // Means (a step's total is made of them; medians hide the heavy tail) where the profile has
+    // them, plus the runtime's time between kernels (docs/exec.md, "Where the time goes").
+    const bool host = profile.backend() == "host";
+    if (host) t.overhead_s_ = profile.task_overhead_s();
+    std::vector<MeasuredKernel> measured;
     for (const proto::KernelTime& k : profile.kernels()) {
       std::array<int64_t, 6> dims{};
       for (int i = 0; i < 6; ++i) dims[i] = k.dims(i);
-      t.add(static_cast<Kernel>(k.kernel()), static_cast<DType>(k.dtype()), dims, k.median_s());
+      const double time = k.mean_s() > 0 ? k.mean_s() : k.median_s();
+      const Kernel kernel = static_cast<Kernel>(k.kernel());
+      const DType dtype = static_cast<DType>(k.dtype());
+      t.add(kernel, dtype, dims, time + t.overhead_s_);
+      if (host) measured.push_back({Compute{kernel, dtype, Phase::kForward, 0, -1, -1, dims, {}, {}}, time, double(k.samples())});
     }
-    for (const proto::CollectiveTime& c : profile.collectives())
+    if (host) t.host_ = HostComputeModel(measured);
+    std::map<int, std::vector<std::array<double, 3>>> by_op;
+    std::vector<std::array<double, 3>> pooled;
+    for (const proto::CollectiveTime& c : profile.collectives()) {
+      const double time = c.mean_s() > 0 ? c.mean_s() : c.median_s();
       t.add_collective(static_cast<CollectiveOp>(c.op()), static_cast<GroupKind>(c.group_kind()),
-                       int(c.group_size()), c.bytes(), c.median_s());
+                       int(c.group_size()), c.bytes(), time);
+      const std::array<double, 3> point{double(c.bytes()), time, double(std::max(1u, c.samples()))};
+      by_op[int(c.op())].push_back(point);
+      pooled.push_back(point);
+    }
+    if (host) {
+      for (const auto& [op, points] : by_op) t.host_collectives_[op] = fit_size_law(points);
+      t.host_collectives_pooled_ = fit_size_law(pooled);
+    }
     return t;
   }
   std::istringstream in(bytes);
@@ -101,7 +122,16 @@ void CalibrationTable::add_collective(CollectiveOp op, GroupKind kind, int group
 
 double CalibrationTable::find_collective(CollectiveOp op, GroupKind kind, int group_size, int64_t bytes) const {
   auto it = collectives_.find({int(op), int(kind), group_size, bytes});
-  return it == collectives_.end() ? -1.0 : it->second;
+  if (it != collectives_.end()) return it->second;
+  // A host profile: the fit over the measured collectives of this op (else of all ops).
+  if (auto f = host_collectives_.find(int(op)); f != host_collectives_.end() && f->second.shapes > 0)
+    return f->second.time_s(double(bytes));
+  return host_collectives_pooled_.time_s(double(bytes));
+}
+
+double CalibrationTable::host_time(const Compute& c) const {
+  const double t = host_.empty() ? -1.0 : host_.time_s(c);
+  return t < 0 ? t : t + overhead_s_;
 }
 
 double CalibrationTable::find(const Compute& c) const {
@@ -158,6 +188,7 @@ double ComputeCostModel::time_s(const Compute& c, bool on_host) const {
   if (calibration_) {
     const double t = calibration_->find(c);
     if (t >= 0) return t;
+    if (const double h = calibration_->host_time(c); h >= 0) return h;  // sim/host_compute_model.h
   }
   const double bytes = c.bytes_moved();
   if (on_host) {

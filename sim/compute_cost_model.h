@@ -20,6 +20,7 @@
 #include <tuple>
 
 #include "shared/schedule.h"
+#include "sim/host_compute_model.h"
 #include "sim/kernel_curves.h"
 
 namespace tandem::sim {
@@ -46,8 +47,19 @@ class CalibrationTable {
   void add_collective(CollectiveOp op, GroupKind kind, int group_size, int64_t bytes, double time_s);
   double find_collective(CollectiveOp op, GroupKind kind, int group_size, int64_t bytes) const;
   size_t collectives() const { return collectives_.size(); }
+  // A profile of the host driver (backend "host") also costs the shapes it lacks, with a compute
+  // model of the host fit on its kernels (sim/host_compute_model.h), and adds the runtime's
+  // measured time between kernels to every kernel time it gives (CalibrationProfile.task_overhead_s).
+  double host_time(const Compute& c) const;
+  double task_overhead_s() const { return overhead_s_; }
 
  private:
+  HostComputeModel host_;
+  double overhead_s_ = 0;
+  // Host profiles: a size law per collective op (all ops pooled for an op not measured), for the
+  // collectives a profile lacks (sim/host_compute_model.h, SizeLaw).
+  std::map<int, SizeLaw> host_collectives_;
+  SizeLaw host_collectives_pooled_;
   std::map<std::tuple<int, int, std::array<int64_t, 6>>, double> table_;
   std::map<std::tuple<int, int, int, int64_t>, double> collectives_;
 };

@@ -17,6 +17,12 @@
 namespace tandem {
 namespace {
 
+double mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / double(v.size());
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -58,20 +64,29 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
                 ", this scenario " + scenario_digest(s.scenario()) + ")");
   std::map<KernelKey, std::vector<double>> kernels;
   std::map<KernelKey, std::string> kernel_labels;
-  std::map<CollectiveKey, std::vector<double>> collectives;
+  // Collectives by instance: (group, n-th collective of the group on a rank) -> the members'
+  // durations; an instance's time is the shortest (the last arrival's).
+  std::map<std::pair<GroupId, int>, std::vector<double>> instances;
+  std::map<std::pair<GroupId, int>, CollectiveKey> instance_keys;
   std::map<CollectiveKey, std::string> collective_labels;
+  double overhead_sum = 0;
+  uint32_t overhead_n = 0;
   for (const proto::Rank& r : trace.ranks()) {
     if (r.rank() < 0 || r.rank() >= s.world_size())
       throw Error("calibrate: " + trace_name + " has rank " + std::to_string(r.rank()) + ", the schedule " +
                   std::to_string(s.world_size()) + " ranks");
     const Program p = s.program(r.rank());
     const proto::Events& e = r.events();
+    std::vector<double> start(p.tasks.size(), -1), end(p.tasks.size(), -1);
+    std::map<GroupId, int> nth;
     for (int i = 0; i < e.task_id_size(); ++i) {
       const TaskId id = e.task_id(i);
       if (id >= p.tasks.size())
         throw Error("calibrate: rank " + std::to_string(r.rank()) + " task " + std::to_string(id) +
                     " is not in the schedule");
       const Task& t = p.tasks[id];
+      start[id] = e.start_s(i);
+      end[id] = e.end_s(i);
       const double d = e.end_s(i) - e.start_s(i);
       if (const Compute* c = std::get_if<Compute>(&t.op)) {
         KernelKey k{int(c->kernel), int(c->dtype), c->shape_dims()};
@@ -80,11 +95,29 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
       } else if (const Collective* c = std::get_if<Collective>(&t.op)) {
         const ProcessGroup& g = s.group(c->group);
         CollectiveKey k{int(c->op), int(g.kind), int(g.ranks.size()), c->bytes};
-        collectives[k].push_back(d);
+        const std::pair<GroupId, int> inst{c->group, nth[c->group]++};
+        instances[inst].push_back(d);
+        instance_keys.emplace(inst, k);
         if (!collective_labels.count(k)) collective_labels[k] = task_label(s, p, t);
       }
     }
+    // Time between kernels of a stream: from when a kernel could start (its stream's previous
+    // kernel and its deps finished) to its start; the Allocs and Frees in between count in it.
+    std::vector<TaskId> previous(kStreamCount, kNoId);
+    for (const Task& t : p.tasks) {
+      if (!std::holds_alternative<Compute>(t.op) || start[t.id] < 0) continue;
+      const int st = int(t.stream);
+      double ready = previous[st] == kNoId ? -1 : end[previous[st]];
+      for (TaskId d : t.deps) ready = std::max(ready, end[d]);
+      previous[st] = t.id;
+      if (ready < 0) continue;  // the stream's first kernel, with no dep: no reference point
+      overhead_sum += std::max(0.0, start[t.id] - ready);
+      ++overhead_n;
+    }
   }
+  std::map<CollectiveKey, std::vector<double>> collectives;
+  for (const auto& [inst, durations] : instances)
+    collectives[instance_keys.at(inst)].push_back(*std::min_element(durations.begin(), durations.end()));
   if (kernels.empty() && collectives.empty())
     throw Error("calibrate: " + trace_name + " holds no kernel and no collective: nothing to calibrate");
   proto::CalibrationProfile prof;
@@ -92,12 +125,16 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
   prof.set_backend(trace.backend());
   prof.set_machine(trace.machine());
   prof.set_scenario_digest(trace.scenario_digest());
+  prof.set_ranks(uint32_t(trace.world_size()));
+  prof.set_overhead_samples(overhead_n);
+  prof.set_task_overhead_s(overhead_n ? overhead_sum / overhead_n : 0);
   for (auto& [k, v] : kernels) {
     proto::KernelTime* kt = prof.add_kernels();
     kt->set_kernel(std::get<0>(k));
     kt->set_dtype(std::get<1>(k));
     for (int64_t d : std::get<2>(k)) kt->add_dims(d);
     kt->set_samples(uint32_t(v.size()));
+    kt->set_mean_s(mean(v));
     kt->set_median_s(median(std::move(v)));
     kt->set_label(kernel_labels[k]);
   }
@@ -108,6 +145,7 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
     ct->set_group_size(std::get<2>(k));
     ct->set_bytes(std::get<3>(k));
     ct->set_samples(uint32_t(v.size()));
+    ct->set_mean_s(mean(v));
     ct->set_median_s(median(std::move(v)));
     ct->set_label(collective_labels[k]);
   }
@@ -159,6 +197,7 @@ proto::CalibrationProfile parse_calibration(const std::string& bytes, const std:
     for (int64_t d : k.dims())
       if (d < 0) throw Error(at + "dimension " + std::to_string(d) + " < 0");
     if (bad_time(k.median_s())) throw Error(at + "median_s " + std::to_string(k.median_s()) + " is not a time");
+    if (bad_time(k.mean_s())) throw Error(at + "mean_s " + std::to_string(k.mean_s()) + " is not a time");
   }
   for (int i = 0; i < prof.collectives_size(); ++i) {
     const proto::CollectiveTime& c = prof.collectives(i);
@@ -170,7 +209,10 @@ proto::CalibrationProfile parse_calibration(const std::string& bytes, const std:
       throw Error(at + "group size " + std::to_string(c.group_size()) + " out of range");
     if (c.bytes() < 0) throw Error(at + "bytes " + std::to_string(c.bytes()) + " < 0");
     if (bad_time(c.median_s())) throw Error(at + "median_s " + std::to_string(c.median_s()) + " is not a time");
+    if (bad_time(c.mean_s())) throw Error(at + "mean_s " + std::to_string(c.mean_s()) + " is not a time");
   }
+  if (bad_time(prof.task_overhead_s()))
+    throw Error(head + "task_overhead_s " + std::to_string(prof.task_overhead_s()) + " is not a time");
   return prof;
 }
 

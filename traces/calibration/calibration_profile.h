@@ -1,5 +1,8 @@
-// Calibration profiles: the median measured time of each kernel shape and each collective shape
-// of a measured trace. The trace says when each task ran; the schedule it was measured on says
+// Calibration profiles: the mean (and median) measured time of each kernel shape and each
+// collective shape of a measured trace, and the runtime's mean time between kernels (dispatch,
+// Allocs/Frees, MPI polling), which per-kernel times do not hold but a step's total does
+// (docs/exec.md, "Where the time goes"). A collective instance counts with its shortest duration
+// over the group's members (the last arrival's), since the others' extra time is waiting. The trace says when each task ran; the schedule it was measured on says
 // what each task was (kernel, dtype, dims; collective op, group, bytes), so both are needed.
 #pragma once
 

@@ -238,6 +238,8 @@ Comparison compare_traces(const proto::Trace& a, const proto::Trace& b, const Co
   c.a = info(a, options.name_a);
   c.b = info(b, options.name_b);
   c.same_scenario = a.scenario_digest() == b.scenario_digest();
+  c.spread_a = step_spread_of(a);
+  c.spread_b = step_spread_of(b);
   if (!c.same_scenario && !options.allow_different_scenarios)
     throw Error("tandem compare: " + options.name_a + " and " + options.name_b +
                 " ran different scenarios (scenario digest " + a.scenario_digest() + " of '" +
@@ -370,6 +372,45 @@ Comparison compare_traces(const proto::Trace& a, const proto::Trace& b, const Co
   return c;
 }
 
+StepSpreadInfo step_spread_of(const proto::Trace& t) {
+  StepSpreadInfo out;
+  size_t steps = 0;
+  for (const proto::Rank& r : t.ranks()) steps = std::max(steps, size_t(r.step_times_s_size()));
+  if (steps == 0) return out;
+  std::vector<double> slowest(steps, 0);
+  for (const proto::Rank& r : t.ranks())
+    for (int i = 0; i < r.step_times_s_size(); ++i) slowest[size_t(i)] = std::max(slowest[size_t(i)], r.step_times_s(i));
+  if (steps > 1) slowest.erase(slowest.begin());
+  std::sort(slowest.begin(), slowest.end());
+  auto q = [&](double p) {
+    const double pos = p * double(slowest.size() - 1);
+    const size_t lo = size_t(pos), hi = std::min(lo + 1, slowest.size() - 1);
+    return slowest[lo] + (pos - double(lo)) * (slowest[hi] - slowest[lo]);
+  };
+  out.steps = int(slowest.size());
+  out.min_s = slowest.front();
+  out.max_s = slowest.back();
+  out.q1_s = q(0.25);
+  out.median_s = q(0.5);
+  out.q3_s = q(0.75);
+  return out;
+}
+
+namespace {
+
+void json_spread(JsonWriter& j, const char* key, const StepSpreadInfo& s) {
+  j.key(key);
+  if (s.steps == 0) {
+    j.null();
+    return;
+  }
+  j.begin_object().key("steps").integer(s.steps).key("min_s").number(s.min_s).key("q1_s").number(s.q1_s);
+  j.key("median_s").number(s.median_s).key("q3_s").number(s.q3_s).key("max_s").number(s.max_s);
+  j.key("relative_iqr").number(s.relative_iqr()).end_object();
+}
+
+}  // namespace
+
 std::string comparison_json(const Comparison& c) {
   JsonWriter j;
   j.begin_object();
@@ -394,6 +435,8 @@ std::string comparison_json(const Comparison& c) {
   j.key("label_mismatches").integer(c.label_mismatches);
   j.key("slowest_rank").integer(c.slowest_rank);
   j.key("peak_memory_rank").integer(c.peak_memory_rank);
+  json_spread(j, "measured_spread_a", c.spread_a);
+  json_spread(j, "measured_spread_b", c.spread_b);
   j.end_object();
   j.key("streams");
   json_streams(j, c.streams);
@@ -444,6 +487,14 @@ std::string comparison_text(const Comparison& c) {
   if (c.a.has_interval)
     s += "prediction interval of " + c.a.name + ": " + format_seconds(c.a.interval_low_s) + " .. " +
          format_seconds(c.a.interval_high_s) + ": " + c.b.name + (b_in_a_interval(c) ? " inside" : " outside") + "\n";
+  for (const auto* sp : {&c.spread_b, &c.spread_a}) {
+    if (sp->steps == 0) continue;
+    char line[256];
+    std::snprintf(line, sizeof line, "measured spread of %s: %d steady-state steps, q1 %s, median %s, q3 %s (IQR %.1f%%)\n",
+                  (sp == &c.spread_b ? c.b.name : c.a.name).c_str(), sp->steps, format_seconds(sp->q1_s).c_str(),
+                  format_seconds(sp->median_s).c_str(), format_seconds(sp->q3_s).c_str(), 100 * sp->relative_iqr());
+    s += line;
+  }
   s += "events: " + std::to_string(c.matched) + " matched, " + std::to_string(c.only_a) + " only in " + c.a.name +
        ", " + std::to_string(c.only_b) + " only in " + c.b.name + "\n";
   if (!c.same_scenario) s += "warning: the traces ran different scenarios\n";

@@ -84,8 +84,21 @@ struct TraceInfo {
   double interval_low_s = 0, interval_high_s = 0;
 };
 
+// The spread of the measured steps a trace was taken from (Rank.step_times_s, written by tandem
+// run): per step the slowest rank's time, over the steady-state steps (the first, warm-up, left
+// out when there are more than one); quartiles by linear interpolation. steps == 0 when the trace
+// carries no step times (a prediction).
+struct StepSpreadInfo {
+  int steps = 0;
+  double min_s = 0, q1_s = 0, median_s = 0, q3_s = 0, max_s = 0;
+  // (q3 - q1) / median: an error smaller than about half of it cannot be told from noise.
+  double relative_iqr() const { return median_s > 0 ? (q3_s - q1_s) / median_s : 0; }
+};
+StepSpreadInfo step_spread_of(const proto::Trace& t);
+
 struct Comparison {
   TraceInfo a, b;
+  StepSpreadInfo spread_a, spread_b;
   bool same_scenario = true;
   TimePair iteration;
   int ranks_compared = 0;                 // ranks present in both traces

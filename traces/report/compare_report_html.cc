@@ -259,6 +259,13 @@ std::string comparison_html(const Comparison& c, const proto::Trace& a, const pr
          "</div><div class=\"" + (inside ? "good" : "bad") + "\" id=\"interval-verdict\">B " +
          (inside ? "inside" : "outside") + "</div></div>";
   }
+  if (c.spread_b.steps > 0) {
+    char spread[160];
+    std::snprintf(spread, sizeof spread, "IQR %.1f%% of the median over %d steps<br>min %s, max %s",
+                  100 * c.spread_b.relative_iqr(), c.spread_b.steps, format_seconds(c.spread_b.min_s).c_str(),
+                  format_seconds(c.spread_b.max_s).c_str());
+    s += "<div><div class=\"k\">measured spread of B</div><div id=\"spread-b\">" + escape(spread) + "</div></div>";
+  }
   s += "<div><div class=\"k\">events</div><div>" + std::to_string(c.matched) + " matched<br>" +
        std::to_string(c.only_a) + " only in A, " + std::to_string(c.only_b) + " only in B</div></div>";
   s += "</div>\n";

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The twin loop on this machine (issue 13, docs/exec.md "Host twin error"): `tandem run` one
+configuration of the tiny GPT with a trace, `tandem calibrate` on it, then for that configuration
+and every other one below `tandem sim --calibration` (the prediction, made first) and `tandem run`
+(the measurement, afterwards), and print predicted / measured / error, the measured spread of the
+steady-state steps (IQR relative to the median) and the median per-task error (tandem compare).
+Every configuration uses at most as many ranks as this machine has cores.
+
+  tests/bench/host_twin_error.py [--bin build/bin] [--steps 12] [--out DIR] [--only NAME,...]
+"""
+import argparse, json, os, statistics, subprocess, sys, tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TINY = os.path.join(ROOT, "scenarios", "tiny-gpt.textproto")
+HOST = ["cluster.preset=host"]
+
+# name, ranks, --set overrides (on top of the host preset; global_batch 8 = 4 micro-batches of 2).
+CALIBRATION = ("tp2", 2, ["strategy.tp=2"])
+CONFIGS = [
+    CALIBRATION,
+    ("tp2-8mb", 2, ["strategy.tp=2", "strategy.global_batch=16"]),
+    ("tp2-mb4", 2, ["strategy.tp=2", "strategy.micro_batch=4"]),
+    ("dp2", 2, []),
+    ("pp2-1f1b", 2, ["strategy.pp=2", "strategy.pp_schedule=1f1b"]),
+    ("zero1-dp2", 2, ["strategy.zero_stage=1"]),
+    ("zero2-dp2", 2, ["strategy.zero_stage=2"]),
+    ("zero3-dp2", 2, ["strategy.zero_stage=3"]),
+    ("tp2-sp", 2, ["strategy.tp=2", "strategy.sp_mode=megatron"]),
+    ("tp2-recompute", 2, ["strategy.tp=2", "strategy.recompute=full"]),
+    ("1rank", 1, []),
+]
+
+
+def sets_of(ranks, extra):
+    out = []
+    for s in HOST + [f"cluster.gpus={ranks}"] + extra:
+        out += ["--set", s]
+    return out
+
+
+def sh(cmd, timeout=900):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(" ".join(cmd) + ": " + p.stderr.strip()[-800:])
+    return p.stdout
+
+
+def run(b, name, ranks, extra, steps, out):
+    trace = os.path.join(out, name + ".measured.trace")
+    j = json.loads(sh([os.path.join(b, "tandem-run"), "-n", str(ranks), TINY] + sets_of(ranks, extra) +
+                      ["--steps", str(steps), "--json", "--trace", trace]))
+    return j, trace
+
+
+def predict(b, name, ranks, extra, profile, out):
+    trace = os.path.join(out, name + ".predicted.trace")
+    j = json.loads(sh([os.path.join(b, "tandem-sim"), TINY] + sets_of(ranks, extra) +
+                      ["--calibration", profile, "--json", "--trace", trace]))
+    return j["iteration_time_s"], trace
+
+
+def per_task_median_error(b, predicted, measured, out):
+    j = json.loads(sh([os.path.join(b, "tandem-compare"), predicted, measured, "-o",
+                       os.path.join(out, "compare.html"), "--json"]))
+    # The median over matched events of the per-event error, from the per-label medians weighted by
+    # their counts (compare keeps medians per label, not every event).
+    pts = sorted((l["median_error"], l["count"]) for l in j["labels"]
+                 if l.get("median_error") is not None and l["kind"] not in ("alloc", "free"))
+    total = sum(c for _, c in pts)
+    acc = 0
+    for e, c in pts:
+        acc += c
+        if acc * 2 >= total:
+            return e
+    return float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
+    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--out", default="")
+    ap.add_argument("--only", default="")
+    a = ap.parse_args()
+    out = a.out or tempfile.mkdtemp(prefix="host-twin-")
+    os.makedirs(out, exist_ok=True)
+    cores = os.cpu_count() or 1
+    name, ranks, extra = CALIBRATION
+    cal, cal_trace = run(a.bin, name + "-calibration", ranks, extra, a.steps, out)
+    profile = os.path.join(out, "host-profile.pb")
+    sh([os.path.join(a.bin, "tandem-calibrate"), cal_trace, TINY] + sets_of(ranks, extra) + ["-o", profile])
+    print(f"calibrated on {name} ({ranks} ranks, {a.steps} steps): iteration {cal['iteration_time_s']*1e3:.2f} ms, "
+          f"steady-state IQR {100*cal['steady_state']['relative_iqr']:.1f} %; {cores} cores")
+    only = set(a.only.split(",")) if a.only else None
+    rows = []
+    print(f"{'config':<15} {'ranks':>5} {'predicted':>11} {'measured':>11} {'error':>8} {'IQR':>6} {'task med':>9}")
+    for name, ranks, extra in CONFIGS:
+        if only and name not in only:
+            continue
+        if ranks > cores:
+            print(f"{name:<15} skipped: {ranks} ranks > {cores} cores")
+            continue
+        pred, ptrace = predict(a.bin, name, ranks, extra, profile, out)  # the prediction first
+        meas, mtrace = run(a.bin, name, ranks, extra, a.steps, out)
+        m = meas["iteration_time_s"]
+        err = (pred - m) / m
+        task = per_task_median_error(a.bin, ptrace, mtrace, out)
+        iqr = meas["steady_state"]["relative_iqr"]
+        rows.append((name, err, task))
+        print(f"{name:<15} {ranks:>5} {pred*1e3:>8.2f} ms {m*1e3:>8.2f} ms {100*err:>+7.1f}% {100*iqr:>5.1f}% "
+              f"{100*task:>+8.1f}%", flush=True)
+    others = [abs(e) for n, e, _ in rows if n != CALIBRATION[0]]
+    own = [abs(e) for n, e, _ in rows if n == CALIBRATION[0]]
+    if own:
+        print(f"own calibration configuration (a second run): |error| {100*own[0]:.1f} %")
+    if others:
+        print(f"other configurations ({len(others)}): median |error| {100*statistics.median(others):.1f} %, "
+              f"worst {100*max(others):.1f} %")
+    tasks = [abs(t) for _, _, t in rows if t == t]
+    if tasks:
+        print(f"per-task median error: median over configurations {100*statistics.median(tasks):.1f} %")
+    print(f"files in {out}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
