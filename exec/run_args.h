@@ -23,12 +23,12 @@ struct RunArgs {
 // Where the ranks of a host run go: cores of this machine, BLAS threads per rank (cores / ranks,
 // at least 1, so that ranks x threads <= cores whenever ranks <= cores) and mpirun's binding
 // ("core" when every rank has a core of its own, "none" when ranks share cores).
-struct Placement {
+struct CorePlacement {
   int cores = 1;
   int blas_threads = 1;
   const char* bind = "none";
 };
-Placement placement_for(int ranks, int cores);
+CorePlacement core_placement_for(int ranks, int cores);
 // Cores this process may run on (sched_getaffinity), at least 1.
 int online_cores();
 

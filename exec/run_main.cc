@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
     // do not exceed the cores (OpenBLAS's default, one thread per core in every rank, made 2 ranks
     // on 2 cores run 4 spinning threads: GEMMs 200x slower); ranks bound to a core each when they
     // fit, left to the OS scheduler when they share cores.
-    const exec::Placement place = exec::placement_for(ranks, exec::online_cores());
+    const exec::CorePlacement place = exec::core_placement_for(ranks, exec::online_cores());
     const std::string threads = std::to_string(place.blas_threads);
     setenv("OPENBLAS_NUM_THREADS", threads.c_str(), 1);
     setenv("OMP_NUM_THREADS", threads.c_str(), 1);

@@ -40,12 +40,12 @@ TEST(StepSpread, OneStepIsItsOwnSteadyState) {
 }
 
 TEST(Placement, ThreadsShareTheCoresAndBindingOnlyWhenRanksFit) {
-  EXPECT_EQ(placement_for(2, 2).blas_threads, 1);
-  EXPECT_STREQ(placement_for(2, 2).bind, "core");
-  EXPECT_EQ(placement_for(2, 8).blas_threads, 4);
-  EXPECT_EQ(placement_for(4, 2).blas_threads, 1);
-  EXPECT_STREQ(placement_for(4, 2).bind, "none");
-  EXPECT_EQ(placement_for(1, 0).cores, 1);
+  EXPECT_EQ(core_placement_for(2, 2).blas_threads, 1);
+  EXPECT_STREQ(core_placement_for(2, 2).bind, "core");
+  EXPECT_EQ(core_placement_for(2, 8).blas_threads, 4);
+  EXPECT_EQ(core_placement_for(4, 2).blas_threads, 1);
+  EXPECT_STREQ(core_placement_for(4, 2).bind, "none");
+  EXPECT_EQ(core_placement_for(1, 0).cores, 1);
 }
 
 }  // namespace

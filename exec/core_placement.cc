@@ -7,8 +7,8 @@
 
 namespace tandem::exec {
 
-Placement placement_for(int ranks, int cores) {
-  Placement p;
+CorePlacement core_placement_for(int ranks, int cores) {
+  CorePlacement p;
   p.cores = std::max(1, cores);
   p.blas_threads = std::max(1, p.cores / std::max(1, ranks));
   p.bind = ranks <= p.cores ? "core" : "none";
