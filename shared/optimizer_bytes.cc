@@ -4,7 +4,7 @@ namespace tandem {
 
 int64_t optimizer_bytes_per_element(const Scenario& sc) {
   const SoftwareSpec& sw = sc.software;
-  const int64_t p = dtype_bytes(sc.strategy.dtype), g = dtype_bytes(sc.grad_dtype());
+  const int64_t p = dtype_bytes(sc.param_dtype()), g = dtype_bytes(sc.grad_dtype());
   const bool mixed = sc.strategy.dtype != DType::kFp32;
   int64_t bytes = 24;  // fp32 master, m, v read and written
   if (sw.separate_master_copy && mixed) {

@@ -143,10 +143,15 @@ struct Scenario {
 
   // The dtype of the gradient buffers the backward accumulates into and the data-parallel
   // reduction moves (software.grad_reduce_dtype).
+  // The dtype of the model's parameters: the strategy's, but bf16 for an fp8 strategy (only its
+  // GEMMs run in fp8, shared/fp8_recipe.h).
+  DType param_dtype() const { return strategy.dtype == DType::kFp8 ? DType::kBf16 : strategy.dtype; }
+
   DType grad_dtype() const {
+    const DType param = param_dtype();
     const GradDType g = software.grad_reduce_dtype;
-    const bool fp32 = g == GradDType::kFp32 || (g == GradDType::kFp32IfBf16 && strategy.dtype == DType::kBf16);
-    return fp32 ? DType::kFp32 : strategy.dtype;
+    const bool fp32 = g == GradDType::kFp32 || (g == GradDType::kFp32IfBf16 && param == DType::kBf16);
+    return fp32 ? DType::kFp32 : param;
   }
 };
 

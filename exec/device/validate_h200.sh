@@ -119,7 +119,11 @@ for spec in $runs; do
   id="gpt${model}-mb${mb}-rc${rc}-off${off}"
   scen="scenarios/gpt-${model}-h200.textproto"
   sets=(--set "strategy.micro_batch=$mb" --set "strategy.global_batch=$((mb * mbs_per_iter))"
-        --set "strategy.recompute=$rc" --set "strategy.offload=$off")
+        --set "strategy.recompute=$rc" --set "strategy.offload=$off"
+        # The CUDA driver's weight-gradient GEMMs write gradients in the training dtype; the default
+        # software preset (megatron-core-0.8) keeps fp32 gradients for bf16, which it refuses.
+        # Plan, sim and run all get this, so they describe the same schedule.
+        --set "software.grad_reduce_dtype=param")
   d="$W/$id"
   mkdir -p "$d"
   status=ok
