@@ -43,8 +43,10 @@ std::vector<int> pipeline_ranks(const Schedule& s, int rank) {
   return ranks;
 }
 
-std::vector<MemoryProfile> pipeline_memory_profiles(const Schedule& s, int rank,
-                                                    const std::function<void(const Program&)>& on_program) {
+namespace {
+
+std::vector<MemoryProfile> walk(const Schedule& s, int rank, const TaskCost& cost,
+                                const std::function<void(const Program&)>& on_program) {
   const std::vector<int> ranks = pipeline_ranks(s, rank);
   const int stages = int(ranks.size());
   std::vector<std::vector<MemoryOp>> ops(stages);
@@ -58,7 +60,7 @@ std::vector<MemoryProfile> pipeline_memory_profiles(const Schedule& s, int rank,
     profiles[stage] = memory_profile(p);  // checks the program, and gives the model states
     ops[stage] = memory_ops(p);
   };
-  const ReferenceRun run = run_reference(s, roofline_cost(s), o);
+  const ReferenceRun run = run_reference(s, cost, o);
 
   for (int i = 0; i < stages; ++i) {
     const std::vector<TaskTime>& times = run.times[ranks[i]];
@@ -91,6 +93,32 @@ std::vector<MemoryProfile> pipeline_memory_profiles(const Schedule& s, int rank,
     std::vector<MemoryOp>().swap(rank_ops);
   }
   return profiles;
+}
+
+}  // namespace
+
+std::vector<MemoryProfile> pipeline_memory_profiles(const Schedule& s, int rank,
+                                                    const std::function<void(const Program&)>& on_program) {
+  return walk(s, rank, roofline_cost(s), on_program);
+}
+
+PeakRange pipeline_peak_range(const Schedule& s, int rank) {
+  const int stage = s.grid().coord(rank).pp;
+  const TaskCost roofline = roofline_cost(s);
+  // One slowed task must outlast the other ranks' whole step: a compute task costs at least the
+  // cluster's kernel launch (microseconds: x1e9 is a quarter of an hour and more), a transfer its
+  // link latency, longer than any step of the rest.
+  constexpr double kSlower = 1e9;
+  auto paced = [&](bool slow_self) -> TaskCost {
+    return [&roofline, rank, slow_self](int r, const Program& p, const Task& t) {
+      const double time = roofline(r, p, t);
+      return (r == rank) == slow_self ? time * kSlower : time;
+    };
+  };
+  PeakRange range;
+  range.least_bytes = walk(s, rank, paced(true), {}).at(stage).peak_device_bytes;
+  range.most_bytes = walk(s, rank, paced(false), {}).at(stage).peak_device_bytes;
+  return range;
 }
 
 }  // namespace tandem

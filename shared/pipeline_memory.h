@@ -42,4 +42,20 @@ std::vector<int> pipeline_ranks(const Schedule& schedule, int rank);
 std::vector<MemoryProfile> pipeline_memory_profiles(const Schedule& schedule, int rank,
                                                     const std::function<void(const Program&)>& on_program = {});
 
+// The planner's figure above takes the roofline times; a real run's pipeline stages keep other
+// paces (a stage delayed by the operating system, a slower link), and with them how long a sent
+// buffer waits for the peer's receive. The range of `rank`'s device peak over paces:
+//  - least: its pipeline peers run arbitrarily early (every receive is posted before it is needed,
+//    so a sent buffer is freed right after its send);
+//  - most: they run arbitrarily late (a sent buffer lives until the peer's own compute reaches the
+//    receive).
+// Each end is the walk above with the peers' task times (least: the rank's own) scaled so far up
+// that one task of theirs outlasts the rank's whole step. Without pipeline messages both ends are
+// the planner's figure.
+struct PeakRange {
+  int64_t least_bytes = 0;
+  int64_t most_bytes = 0;
+};
+PeakRange pipeline_peak_range(const Schedule& schedule, int rank);
+
 }  // namespace tandem

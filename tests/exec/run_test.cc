@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "shared/memory_timeline.h"
+#include "shared/pipeline_memory.h"
 #include "shared/schedule.h"
 #include "tests/exec/run_test_util.h"
 #include "traces/trace_io.h"
@@ -103,7 +104,15 @@ TEST_P(StrategyRun, PeakMemoryIsThePlanners) {
   for (int r = 0; r < s.world_size(); ++r) {
     const double planned = double(memory_profile(s, r).peak_device_bytes);
     EXPECT_EQ(reported[r], planned) << "rank " << r;  // what `tandem run` prints as planned
-    EXPECT_NEAR(measured[r], planned, 0.01 * planned) << "rank " << r;
+    // The planner walks roofline times; how long a sent buffer waits for the peer's receive
+    // depends on the stages' real paces (a stage the OS delays holds more), so with pp > 1 the
+    // run is checked against the range over paces (shared/pipeline_memory.h). Without pipeline
+    // messages the range is the planned figure.
+    const PeakRange range = pipeline_peak_range(s, r);
+    EXPECT_LE(double(range.least_bytes), planned) << "rank " << r;
+    EXPECT_GE(double(range.most_bytes), planned) << "rank " << r;
+    EXPECT_GE(measured[r], 0.99 * double(range.least_bytes)) << "rank " << r;
+    EXPECT_LE(measured[r], 1.01 * double(range.most_bytes)) << "rank " << r;
   }
 }
 

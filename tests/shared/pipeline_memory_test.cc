@@ -69,5 +69,39 @@ TEST(PipelineMemory, WithoutAPipelineItIsTheProgramOrderWalk) {
   }
 }
 
+// The range over paces (shared/pipeline_memory.h pipeline_peak_range), GPipe with 2 stages and 4
+// micro-batches, derived by hand:
+//  - stage 0 runs F0 F1 F2 F3 then the backwards; it sends x_k at the end of F_k. Stage 1 posts
+//    the receive of x_0 at once (its Alloc waits for no compute) and that of x_k, k > 0, after its
+//    own F_{k-1}.
+//  - peers late: stage 1's F0 ends after all of stage 0's forward, so x1, x2, x3 are all live when
+//    stage 0 allocates for its first backward (its peak in program order, where each x_k is freed
+//    right after its send): the most is the program-order peak + 3 activations.
+//  - peers early: every receive is posted before stage 0 sends, so x_k is freed when its transfer
+//    ends. x3's transfer starts at the end of F3, when stage 0 also posts the receive of its first
+//    backward's gradient (that Alloc waits only for F3, off the pipeline stream): it is still in
+//    flight then, so the least is the program-order peak + 1 activation (the planner's roofline
+//    figure too).
+//  - stage 1 sends gradients, whose receives stage 0 posts after its last forward, before stage 1
+//    sends any: both ends are stage 1's program-order peak.
+TEST(PipelineMemory, GPipePeakRangeOverPaces) {
+  Schedule s(testing::tiny({"cluster.gpus=2", "strategy.pp=2", "strategy.pp_schedule=gpipe"}));
+  const PeakRange r0 = pipeline_peak_range(s, 0), r1 = pipeline_peak_range(s, 1);
+  EXPECT_EQ(r0.least_bytes, program_order_peak(s, 0) + kActivationBytes);
+  EXPECT_EQ(r0.most_bytes, program_order_peak(s, 0) + 3 * kActivationBytes);
+  EXPECT_EQ(r1.least_bytes, program_order_peak(s, 1));
+  EXPECT_EQ(r1.most_bytes, program_order_peak(s, 1));
+  // The planner's figure lies in the range.
+  EXPECT_GE(memory_profile(s, 0).peak_device_bytes, r0.least_bytes);
+  EXPECT_LE(memory_profile(s, 0).peak_device_bytes, r0.most_bytes);
+}
+
+TEST(PipelineMemory, WithoutAPipelineTheRangeIsOnePoint) {
+  Schedule s(testing::tiny({"cluster.gpus=2", "strategy.zero_stage=3"}));
+  const PeakRange r = pipeline_peak_range(s, 1);
+  EXPECT_EQ(r.least_bytes, program_order_peak(s, 1));
+  EXPECT_EQ(r.most_bytes, program_order_peak(s, 1));
+}
+
 }  // namespace
 }  // namespace tandem
