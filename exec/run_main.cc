@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
     }
     // Check everything a worker would, before starting any process.
     Schedule schedule(load_scenario(a.scenario, sets));
+    print_scenario_notes("tandem run", schedule.scenario());
 #ifdef TANDEM_HAVE_CUDA_DRIVER
     if (a.driver == "cuda") {
       exec::check_cuda_scenario(schedule.scenario());

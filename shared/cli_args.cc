@@ -58,6 +58,10 @@ void reject_empty_paths(const po::variables_map& vm, std::initializer_list<const
   }
 }
 
+void print_scenario_notes(const char* program, const Scenario& scenario) {
+  for (const std::string& note : scenario.notes) std::cerr << program << ": note: " << note << "\n";
+}
+
 int run_main(const char* program, const std::function<int()>& body) {
   try {
     return body();

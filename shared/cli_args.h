@@ -12,6 +12,7 @@
 #include <boost/program_options.hpp>
 
 #include "shared/resource_limit.h"
+#include "shared/scenario.h"
 
 namespace tandem {
 
@@ -51,6 +52,9 @@ void reject_empty_paths(const boost::program_options::variables_map& vm, std::in
 // bad input.
 void add_max_memory_option(boost::program_options::options_description& opts);
 ResourceLimit max_memory_limit(const boost::program_options::variables_map& vm);
+
+// Prints the scenario's notes (Scenario::notes) on stderr, "<program>: note: <line>" each.
+void print_scenario_notes(const char* program, const Scenario& scenario);
 
 // Runs main's body and returns its exit code, or the exit code of what it threw, after printing
 // "<program>: <message>" on stderr: tandem::Error -> its kind's code; std::bad_alloc -> "out of

@@ -140,6 +140,10 @@ struct Scenario {
   StrategySpec strategy;
   SoftwareSpec software;
   uint64_t seed = 1234;
+  // What the user should know that is not an error (a deprecated spelling was read), one line
+  // each, "FILE:LINE: ...": the programs print them on stderr (print_scenario_notes,
+  // shared/cli_args.h); library code prints nothing.
+  std::vector<std::string> notes;
 
   // The dtype of the gradient buffers the backward accumulates into and the data-parallel
   // reduction moves (software.grad_reduce_dtype).

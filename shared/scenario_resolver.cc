@@ -36,7 +36,7 @@ Scenario Resolver::run() const {
   out.model = model();
   out.cluster = cluster();
   out.strategy = strategy(out.model, out.cluster);
-  out.software = software(out.strategy);
+  out.software = software(out.strategy, out.notes);
   check_sizes(out.model, out.strategy);
   return out;
 }

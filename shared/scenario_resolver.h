@@ -28,7 +28,8 @@ class Resolver {
   ClusterSpec cluster() const;
   StrategySpec strategy(const ModelSpec& model, const ClusterSpec& cluster) const;
   // software_rules.cc; checks the overlaps against the resolved strategy.
-  SoftwareSpec software(const StrategySpec& strategy) const;
+  // Deprecated spellings it reads are said in `notes`.
+  SoftwareSpec software(const StrategySpec& strategy, std::vector<std::string>& notes) const;
 
   [[noreturn]] void fail(const std::string& path, const std::string& rule) const;
   // " (FILE:LINE)" for a field the message mentions besides the one at fault.

@@ -2,8 +2,8 @@
 // merged preset is required (a preset file gives them all, docs/software.md), the dtype spelled
 // param | fp32 | fp32-if-bf16, clip_grad finite and >= 0, and the two overlaps checked against the strategy.
 // strategy.tp_comm_overlap and strategy.overlap_param_gather, their deprecated spellings, are still
-// read for one release: used when the software part does not set the field, with a note on stderr.
-#include <iostream>
+// read for one release: used when the software part does not set the field, with a note in
+// Scenario::notes.
 #include <utility>
 #include <string>
 
@@ -22,7 +22,7 @@ std::string required_fields() {
 
 }  // namespace
 
-SoftwareSpec Resolver::software(const StrategySpec& strategy) const {
+SoftwareSpec Resolver::software(const StrategySpec& strategy, std::vector<std::string>& notes) const {
   const proto::Software& p = s_.software();
   SoftwareSpec spec;
   spec.preset = p.preset();
@@ -58,8 +58,8 @@ SoftwareSpec Resolver::software(const StrategySpec& strategy) const {
     // The old spelling overrides a preset's value, not a software field the user set.
     const bool user_set_software = o_.where.count(now) && o_.at(now).find("(preset of ") == std::string::npos;
     if (given && !user_set_software) {
-      std::cerr << o_.at(old) << ": " << old << " is deprecated and will be refused in the next release: write "
-                << now << " (docs/software.md)\n";
+      notes.push_back(o_.at(old) + ": " + old + " is deprecated and will be refused in the next release: write " +
+                      now + " (docs/software.md)");
       return {value, old};
     }
     return {software_value, now};

@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
     if (o.trace_path.empty() && !timeline_path.empty()) o.trace_path = temporary.path = timeline_path + ".trace.tmp";
 
     Schedule schedule(load_scenario(scenario_path, sets));
+    print_scenario_notes("tandem sim", schedule.scenario());
     const sim::SimWork work = sim::count_sim_work(schedule, o);
     const sim::MemoryEstimate need = sim::estimate_memory(work, !o.trace_path.empty(), !timeline_path.empty());
     check_memory_estimate(need.bytes, "tandem sim", need.how, limit);

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
     if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
     const tandem::ResourceLimit limit = tandem::max_memory_limit(vm);
     tandem::Scenario scenario = tandem::load_scenario(vm["scenario"].as<std::string>(), sets);
+    tandem::print_scenario_notes("tandem plan", scenario);
     // Refuse before generating: a scenario may ask for more programs than memory holds.
     tandem::check_program_memory(scenario, tandem::plan_bytes_per_task(scenario), "tandem plan", limit);
     tandem::Schedule schedule(std::move(scenario));

@@ -107,6 +107,12 @@ TEST(SoftwarePresets, BadNamesAndFieldsSayTheChoices) {
 TEST(SoftwarePresets, DeprecatedStrategySpellings) {
   const Scenario s = tiny({"cluster.gpus=2", "strategy.tp=2", "strategy.sp_mode=megatron", "strategy.tp_comm_overlap=true"});
   EXPECT_TRUE(s.software.tp_comm_overlap);
+  // Said once, in the scenario's notes (the programs print them; the library prints nothing).
+  ASSERT_EQ(s.notes.size(), 1u);
+  EXPECT_TRUE(contains(s.notes[0], "strategy.tp_comm_overlap is deprecated")) << s.notes[0];
+  EXPECT_TRUE(contains(s.notes[0], "write software.tp_comm_overlap")) << s.notes[0];
+  EXPECT_TRUE(tiny({"cluster.gpus=2", "strategy.tp=2", "strategy.sp_mode=megatron", "software.tp_comm_overlap=true"})
+                  .notes.empty());
   const std::string bad = error_of({"strategy.overlap_param_gather=true"});
   EXPECT_TRUE(contains(bad, "strategy.overlap_param_gather: overlap_param_gather moves")) << bad;
   EXPECT_TRUE(contains(error_of({"software.overlap_param_gather=true"}), "software.overlap_param_gather: "));

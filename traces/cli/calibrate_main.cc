@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> sets;
     if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
     tandem::Schedule schedule(tandem::load_scenario(args[1], sets));
+    tandem::print_scenario_notes("tandem calibrate", schedule.scenario());
     tandem::proto::CalibrationProfile prof = tandem::make_calibration(schedule, tandem::read_trace(args[0]), args[0]);
     const std::string out = vm["output"].as<std::string>();
     tandem::write_calibration(prof, out);

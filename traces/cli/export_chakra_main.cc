@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> sets;
     if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
     tandem::Scenario scenario = tandem::load_scenario(vm["scenario"].as<std::string>(), sets);
+    tandem::print_scenario_notes("tandem export-chakra", scenario);
     // One rank's program is generated and written at a time: refuse before generating one that
     // memory cannot hold.
     tandem::check_program_memory(scenario, tandem::kProgramBytesPerTask, "tandem export-chakra",
