@@ -38,6 +38,14 @@ void FlowLauncher::cancel_all() {
   for (auto& c : active_) c->cancel();
   active_.clear();
   active_links_.clear();
+  ended_.clear();
+}
+
+void FlowLauncher::note_ended_flows() {
+  // SimGrid sets an activity's finish time when its action ends, before any actor runs again; a
+  // flow still in flight has -1. Reading it is no simcall.
+  for (size_t i = 0; i < active_.size(); ++i)
+    if (active_[i]->get_finish_time() >= 0) ended_.insert(uint32_t(i));
 }
 
 void FlowLauncher::launch(uint32_t op, double now) {
@@ -178,6 +186,9 @@ void FlowLauncher::flow_done(size_t index, double now) {
   const uint32_t op = active_op_[index];
   const uint32_t slot = active_slot_[index];
   release(active_links_[index]);
+  // The last flow moves to `index`: so does its mark.
+  ended_.erase(uint32_t(index));
+  if (const uint32_t last = uint32_t(active_.size() - 1); last != index && ended_.erase(last)) ended_.insert(uint32_t(index));
   active_links_[index] = active_links_.back();
   active_links_.pop_back();
   active_[index] = std::move(active_.back());

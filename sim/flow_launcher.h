@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -44,6 +45,12 @@ class FlowLauncher {
 
   std::vector<simgrid::s4u::CommPtr>& flows() { return active_; }
   void cancel_all();
+  // SimGrid has advanced its clock: note every flow in flight that has ended (its activity has a
+  // finish time), so that they are handed out one by one without waiting on SimGrid again.
+  void note_ended_flows();
+  // The lowest index in flows() of a flow noted as ended (-1: none): the one Comm::wait_any_for
+  // would return at once, in the same order (docs/sim.md "Speed of pure data parallelism").
+  ssize_t ended_flow() const { return ended_.empty() ? -1 : ssize_t(*ended_.begin()); }
 
  private:
   struct Links {  // a flow's two links (ids: FlowLauncher::links_of)
@@ -101,6 +108,7 @@ class FlowLauncher {
   std::vector<uint32_t> active_op_;
   std::vector<uint32_t> active_slot_;
   std::vector<Links> active_links_;
+  std::set<uint32_t> ended_;         // indices in active_ of flows that have ended, not yet handled
   std::vector<Links> shadow_links_;  // scratch
   std::vector<uint32_t> link_flows_;  // by link: SimGrid flows in flight on it
   std::vector<uint32_t> link_alone_;  // by link: the op whose alone phase uses it (UINT32_MAX: none)

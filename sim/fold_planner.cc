@@ -101,11 +101,13 @@ void FoldPlanner::scan_exclusive_groups() {
 // the same rates; the replay also checks this as it runs (a phase whose lanes' flows do not end
 // together sets SimResult::fold_exact = false and simulate() runs again unfolded).
 int FoldPlanner::choose_fold() {
-  if (!options_.fold_tensor_parallel || !options_.closed_form_uncontended || !options_.share_class_programs) return 1;
+  if (!options_.closed_form_uncontended || !options_.share_class_programs) return 1;
   const int n = schedule_.world_size();
   const RankGrid& grid = schedule_.grid();
   const int T = grid.tp();
-  if (T <= 1 || grid.sp() != 1 || grid.size() != n || n % T) return 1;
+  if (T <= 1) return choose_replica_fold();
+  if (!options_.fold_tensor_parallel) return 1;
+  if (grid.sp() != 1 || grid.size() != n || n % T) return 1;
   const int gpn = platform_.gpus_per_node(), nics = platform_.nics_per_node();
   if (gpn % T) return 1;
   if (nics < gpn) {
@@ -166,6 +168,37 @@ int FoldPlanner::choose_fold() {
     if (internal[g] && !lanes[g].empty()) return 1;
   lane_groups_ = std::move(lanes);
   return T;
+}
+
+// Replica folding is taken only where every rank provably sees the same timeline and the one
+// state launches exactly the flows of all ranks: a pure data-parallel grid (tp = pp = sp = 1, dp =
+// the world, ranks 0..n-1 one contiguous unit), one class program for every rank, no p2p, and every
+// group the program uses is, for every rank, the same group (the data-parallel group of the whole
+// world, whatever its member order). Then every rank posts the same collective at the same time,
+// so each collective is internal to the unit (parties 1) and launches its whole plan, every
+// member's flows, as the unfolded replay does once the last member has posted; every copy
+// launches one flow per GPU on that GPU's own PCIe link (lanes, lane m = rank m), which no other
+// GPU's copy shares (the host end has no link), so lane m's copy ends with lane 0's (checked as it
+// runs, as for tensor-parallel lanes). The replay's flows are the unfolded replay's, flow for flow.
+int FoldPlanner::choose_replica_fold() {
+  if (!options_.fold_data_parallel) return 1;
+  const int n = schedule_.world_size();
+  const RankGrid& grid = schedule_.grid();
+  if (n < 2 || grid.size() != n || grid.tp() != 1 || grid.pp() != 1 || grid.sp() != 1 || grid.dp() != n) return 1;
+  const ProgramInfo* info = infos_[0].get();
+  for (int r = 1; r < n; ++r)
+    if (infos_[r].get() != info) return 1;
+  const Usage& u = usage_[info];
+  if (!u.peers.empty()) return 1;
+  const auto& groups = schedule_.groups();
+  for (const auto& entry : u.group_stream) {
+    const GroupId g_rep = entry.first;
+    const GroupId g0 = info->program.rank != 0 ? schedule_.group_for(0, g_rep) : g_rep;
+    if (g0 >= groups.size() || int(groups[g0].ranks.size()) != n) return 1;
+    for (int r = 1; r < n; ++r)
+      if ((info->program.rank != r ? schedule_.group_for(r, g_rep) : g_rep) != g0) return 1;
+  }
+  return n;
 }
 
 void FoldPlanner::count_parties() {

@@ -1,7 +1,8 @@
 // Decides, before the replay starts, which shortcuts the schedule allows on this platform:
 // which groups' collectives may take their closed-form time (exclusive groups), and whether the
 // tp ranks of each (dp, pp) coordinate can be replayed as one state (tensor-parallel folding,
-// docs/sim.md "Speed shortcuts"). It owns the layout every later part reads: the fold, the groups'
+// docs/sim.md "Speed shortcuts"), or, in a pure data-parallel schedule, all replicas (replica
+// folding: the unit is the whole world, its one group internal). It owns the layout every later part reads: the fold, the groups'
 // exclusivity, how many replayed states must issue each group's collectives, and each folded
 // group's counterpart in every tp lane.
 //
@@ -27,7 +28,7 @@ class FoldPlanner {
   FoldPlanner(const Schedule& schedule, const SimOptions& options, const Platform& platform,
               const std::vector<std::shared_ptr<ProgramInfo>>& infos);
 
-  int fold() const { return fold_; }  // ranks per replayed state (tp lanes); 1: none
+  int fold() const { return fold_; }  // ranks per replayed state (tp lanes, or all replicas); 1: none
   int unit_of(int rank) const { return rank / fold_; }
   // The group's members are on one node and their NVLink ports carry nothing else: closed form.
   bool exclusive(GroupId g) const { return group_exclusive_[g]; }
@@ -44,6 +45,7 @@ class FoldPlanner {
  private:
   void scan_exclusive_groups();
   int choose_fold();
+  int choose_replica_fold();
   void count_parties();
 
   // Usage of groups and peers by each distinct program.

@@ -61,11 +61,19 @@ void MemoryLedger::apply(int unit, int rank, const ProgramInfo& info, const Task
     stats.peak_device_bytes = std::max(stats.peak_device_bytes, u.device_bytes);
   } else {
     const int64_t cap = static_cast<int64_t>(cluster_.host_memory_gib * 1073741824.0);
-    if (alloc && cap > 0 && node_host_bytes_[node] + fold_ * b.bytes > cap) {
-      u.live[idx] = 0;
-      out_of_memory(u, rank, info, b, true, node_host_bytes_[node], cap, now);
+    // Each node the unit's ranks [rank, rank + fold) lie on is charged for its own ranks (a tp
+    // unit lies on one node; a replica-folded unit may span several).
+    const int gpn = platform_.gpus_per_node();
+    const int last = std::min(rank + fold_, int(node_host_bytes_.size()) * gpn) - 1;
+    for (int k = node; k <= last / gpn; ++k) {
+      const int64_t lanes = std::min(last, (k + 1) * gpn - 1) - std::max(rank, k * gpn) + 1;
+      if (alloc && cap > 0 && node_host_bytes_[k] + lanes * b.bytes > cap) {
+        u.live[idx] = 0;
+        out_of_memory(u, rank, info, b, true, node_host_bytes_[k], cap, now);
+      }
     }
-    node_host_bytes_[node] += fold_ * delta;
+    for (int k = node; k <= last / gpn; ++k)
+      node_host_bytes_[k] += (std::min(last, (k + 1) * gpn - 1) - std::max(rank, k * gpn) + 1) * delta;
     u.host_bytes += delta;
     stats.peak_host_bytes = std::max(stats.peak_host_bytes, u.host_bytes);
   }

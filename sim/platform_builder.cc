@@ -47,10 +47,16 @@ Platform::Platform(const ClusterSpec& c, int world_size, const NetworkEfficiency
   };
   nvl_.resize(world_size);
   pcie_.resize(world_size);
+  // Every node's NVSwitch and PCIe stars are one star zone: a star routes a flow over its source's
+  // up link and its destination's down link, so the routes are those of one zone per node (the
+  // replay never joins endpoints of two nodes in it). One zone, not one per node, because SimGrid
+  // 3.32 checks each new link's and host's name by a search of every zone: with a zone per node,
+  // building the platform took time quadratic in the nodes (GPT-3 175B on 4096 GPUs: a quarter of
+  // the run; docs/sim.md "Speed of pure data parallelism").
+  sg::NetZone* node = sg::create_star_zone("nodes");
+  node->set_parent(root);
   for (int n = 0; n < nodes; ++n) {
     tick(n, "node");
-    sg::NetZone* node = sg::create_star_zone("node" + std::to_string(n));
-    node->set_parent(root);
     sg::Host* cpu = node->create_host("cpu" + std::to_string(n), 1.0);
     cpu_.push_back(cpu);
     for (int l = 0; l < gpn_; ++l) {
@@ -62,8 +68,8 @@ Platform::Platform(const ClusterSpec& c, int world_size, const NetworkEfficiency
       pcie_[g] = node->create_host(name + ".pcie", 1.0);
       attach(node, pcie_[g]->get_netpoint(), name + ".pcie", c.pcie_bandwidth_gbps * kGB * eff.pcie);
     }
-    node->seal();
   }
+  node->seal();
 
   if (nodes > 1) {
     const double nic_bw = c.nic_bandwidth_gbps * kGB * eff.nic;

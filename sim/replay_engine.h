@@ -23,6 +23,9 @@
 // of a unit talks to lane m of its peers), so all contending traffic is in SimGrid. Ranks of a
 // unit get the unit's timings and statistics.
 //
+// Replica folding (SimOptions::fold_data_parallel): a pure data-parallel schedule is one unit of
+// all ranks, its data-parallel group internal (FoldPlanner::choose_replica_fold).
+//
 // Parts (docs/sim.md "Replay"): ReplayEngine is the event loop: it starts tasks when their
 // stream and deps allow, finishes them, accounts each state's time, and delegates the rest:
 //   ProgramInfo (program_info.h)      per-program analysis: streams, task costs, compute fusion

@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
       ("reserved-gib", po::value(&reserved_gib), "device memory held before the first allocation (CUDA context, NCCL)")
       ("max-memory", po::value(&max_memory_gib), "refuse a run estimated to need more than GIB of memory (default: half the RAM)")
       ("max-time", po::value(&max_time), "refuse a run estimated to take longer than DURATION of wall time: 90s, 30m, 2h; 0 for no limit (default 1h)")
-      ("no-shortcuts", "simulate without closed forms, compute fusion, shared class programs or tensor-parallel folding")
+      ("no-shortcuts", "simulate without closed forms, compute fusion, shared class programs, tensor-parallel or replica folding")
       ("scenario", po::value(&scenario_path), "scenario file");
   po::variables_map vm;
   if (auto stop = parse_scenario_command_line("tandem sim", argc, argv, opts, vm)) return *stop;
@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
     if (reserved_gib < 0) throw Error("--reserved-gib: expected a non-negative size");
     o.reserved_device_bytes = static_cast<int64_t>(reserved_gib * 1073741824.0);
     if (vm.count("no-shortcuts"))
-      o.closed_form_uncontended = o.fuse_compute = o.share_class_programs = o.fold_tensor_parallel = false;
+      o.closed_form_uncontended = o.fuse_compute = o.share_class_programs = o.fold_tensor_parallel =
+          o.fold_data_parallel = false;
     ResourceLimit limit;
     if (vm.count("max-memory")) {
       if (!(max_memory_gib > 0)) throw Error("--max-memory: expected a positive size in GiB");

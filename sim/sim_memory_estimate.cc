@@ -38,6 +38,10 @@ constexpr int64_t kTimelinePerEvent = 45 + 160;
 
 int expected_fold(const Schedule& schedule, const SimOptions& o) {
   const StrategySpec& s = schedule.scenario().strategy;
+  // Replica folding: a pure data-parallel schedule is one state (FoldPlanner::choose_replica_fold).
+  if (o.fold_data_parallel && o.closed_form_uncontended && o.share_class_programs && s.tp == 1 && s.pp == 1 &&
+      s.sp == 1 && schedule.world_size() > 1)
+    return schedule.world_size();
   const bool may_fold = o.fold_tensor_parallel && o.closed_form_uncontended && o.share_class_programs &&
                         !schedule.scenario().software.tp_comm_overlap && s.tp > 1 && s.tp <= schedule.scenario().cluster.gpus_per_node;
   return may_fold ? s.tp : 1;
@@ -64,11 +68,11 @@ SimWork count_sim_work(const Schedule& schedule, const SimOptions& options) {
           const std::vector<int>& ranks = schedule.group(coll->group).ranks;
           const auto [lo, hi] = std::minmax_element(ranks.begin(), ranks.end());
           const bool spans_nodes = !ranks.empty() && *lo / gpn != *hi / gpn;
-          if (spans_nodes) squares += double(ranks.size()) * double(ranks.size());
+          if (spans_nodes) squares += double(ranks.size());
         }
       }
     }
-    w.collective_cube += double(c.count) * squares;
+    w.collective_square += double(c.count) * squares;
     const int64_t members = c.count;
     w.class_tasks = checked_add(w.class_tasks, tasks, "memory estimate");
     w.max_tasks = std::max(w.max_tasks, tasks);

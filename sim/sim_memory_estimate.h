@@ -14,17 +14,17 @@ namespace tandem::sim {
 // What a simulation will hold and replay, counted from one program per rank class.
 struct SimWork {
   int64_t world = 0;         // ranks (GPUs) on the platform
-  int fold = 1;              // tp lanes replayed as one unit when tensor-parallel folding is expected
+  int fold = 1;              // ranks replayed as one unit when tp or replica folding is expected
   int64_t units = 0;         // replayed states: world / fold
   int64_t class_tasks = 0;   // tasks of the class programs, each generated once
   int64_t max_tasks = 0;     // tasks of the largest program
   int64_t max_buffers = 0;   // buffers of the largest program
   int64_t rank_tasks = 0;    // tasks of every rank's program
   int64_t rank_entries = 0;  // tasks plus Alloc/Free samples of every rank's program
-  // Sum over the collectives every rank takes part in, of groups that span nodes, of (group
-  // size)^2: over each collective's group instances, n^3. The replay's cost of such a collective
-  // grows about as the cube of its group's size (measured, sim/sim_time_estimate.cc).
-  double collective_cube = 0;
+  // Sum over the collectives every rank takes part in, of groups that span nodes, of the group's
+  // size: over each collective's group instances, n^2. The replay's cost of such a collective
+  // grows about as the square of its group's size (measured, sim/sim_time_estimate.cc).
+  double collective_square = 0;
   int64_t replayed_tasks() const { return rank_tasks / fold; }
 };
 

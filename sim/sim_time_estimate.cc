@@ -16,11 +16,13 @@ namespace tandem::sim {
 //    event loop and the memory ledger for every task of every replayed unit (folded tp lanes count
 //    once). Both from the profile of GPT-3 175B on 1024 GPUs (docs/sim.md, "Performance"): 3.2 s
 //    generating 2.87 M class tasks (1.1 us each), 2.7 s replaying 23 M tasks (0.12 us each).
-//  - per collective cube: a collective whose group spans nodes costs the replay about n^3 x
-//    0.85 us for a group of n (SimGrid shares each flow's links with the ring's other flows):
-//    tiny-gpt, pure data parallelism, 2 gradient all-reduces over all n GPUs, CPU time (user +
-//    sys) of `tandem sim --json`: n = 32: 0.08 s, 64: 0.33-0.44 s, 128: 2.97-3.33 s, 256: 28.4 s,
-//    that is 28.4 s / (2 x 256^3) = 0.85 us, and at 64 and 128 within 25 % of it.
+//  - per collective square: a collective whose group spans nodes costs the replay about n^2 x
+//    5 us for a group of n: its ~16 n flows are all in SimGrid at once, and SimGrid 3.32 walks
+//    the list of every flow in flight each time one ends (docs/sim.md, "Speed at 1k-8k GPUs").
+//    tiny-gpt, pure data parallelism, 2 gradient all-reduces over all n GPUs, user CPU time of
+//    `tandem sim --json` on the loaded VM: n = 256: 0.36 s, 512: 1.85 s, 1024: 10.75 s, that is
+//    10.75 s / (2 x 1024^2) = 5.1 us (512: 3.5 us, 256: 2.7 us: the estimate is high there).
+//    (Before session 5 it was n^3 x 0.85 us: each ended flow was tested again at every wait.)
 //  - per rank: the platform's hosts, links and routes and the replay's per-rank tables; 20 us is a
 //    lower bound (a 10^6-GPU child had used 44 s of CPU in its setup when stopped), not a fit.
 namespace {
@@ -29,7 +31,7 @@ constexpr double kBase = 0.05;
 constexpr double kPerRank = 20e-6;
 constexpr double kPerClassTask = 1.1e-6;
 constexpr double kPerReplayedTask = 0.12e-6;
-constexpr double kPerCollectiveCube = 0.85e-6;
+constexpr double kPerCollectiveSquare = 5e-6;
 // Replay cost per task without the shortcuts and with one flow per ring step, relative to the
 // default: not fitted; 4 is an assumption (docs/sim.md, "Performance": the runs before the
 // shortcuts were 1.2 to 10 times slower).
@@ -42,7 +44,7 @@ std::string fixed(double v, int digits) {
   return s;
 }
 
-std::string cube(double v) {
+std::string square(double v) {
   char s[32];
   std::snprintf(s, sizeof s, "%.3g", v);
   return s;
@@ -57,11 +59,11 @@ TimeEstimate estimate_time(const SimWork& w, const SimOptions& o) {
   const double replayed = double(w.replayed_tasks());
   TimeEstimate t;
   t.seconds = kBase + kPerRank * double(w.world) + kPerClassTask * double(w.class_tasks) + per_task * replayed +
-              kPerCollectiveCube * w.collective_cube;
+              kPerCollectiveSquare * w.collective_square;
   t.how = std::to_string(w.world) + " ranks, " + std::to_string(w.class_tasks) + " tasks in class programs, " +
           std::to_string(w.units) + " replayed units of up to " + std::to_string(w.max_tasks) + " tasks: " +
-          std::to_string(w.replayed_tasks()) + " tasks replayed, collectives of " + cube(w.collective_cube) +
-          " member^3";
+          std::to_string(w.replayed_tasks()) + " tasks replayed, collectives of " + square(w.collective_square) +
+          " member^2";
   return t;
 }
 

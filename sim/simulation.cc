@@ -107,7 +107,7 @@ SimResult simulate(const Schedule& schedule, const SimOptions& options) {
     // A folded replay whose tp lanes' flows did not end together: not provably exact, run again
     // with every rank replayed (docs/sim.md).
     SimOptions unfolded = options;
-    unfolded.fold_tensor_parallel = false;
+    unfolded.fold_tensor_parallel = unfolded.fold_data_parallel = false;
     r = simulate_isolated(schedule, unfolded);
   }
   return r;

@@ -48,6 +48,9 @@ struct SimOptions {
   // Replay the tp ranks of one (dp, pp) coordinate as one state where that is provably exact
   // (sim/replay_engine.h, docs/sim.md); needs the two shortcuts above.
   bool fold_tensor_parallel = true;
+  // Replay the data-parallel replicas of a pure data-parallel schedule (tp = pp = sp = 1, every
+  // group the whole world) as one state (sim/fold_planner.h, docs/sim.md); needs the same two.
+  bool fold_data_parallel = true;
 
   // What to keep besides the summary.
   bool record_tasks = false;   // every task's start and end, per rank, in SimResult::tasks
@@ -132,7 +135,7 @@ struct SimResult {
   uint64_t calibrated_collectives = 0;  // took their measured time (SimOptions::calibration)
   uint64_t events = 0;
   int programs_generated = 0;
-  int fold = 1;             // ranks replayed per state (tensor-parallel folding; 1: none)
+  int fold = 1;             // ranks replayed per state (tensor-parallel or replica folding; 1: none)
   bool fold_exact = true;   // folded lanes' flows all ended together (else simulate() reruns unfolded)
 };
 

@@ -3,7 +3,9 @@
 //   BM_Gpt3_175B_1024:  GPT-3 175B, t8 p16 d8, global batch 1536, 1024 A100 GPUs (issue target:
 //                       <= 10 s wall on one core, <= 4 GiB peak memory)
 //   BM_Gpt3_Scaling/N:  the same model and layout (t8, p16; p8 at 64 GPUs) with 192 micro-batches
-//                       per pipeline, on N = 64 .. 4096 GPUs (weak scaling of the simulator)
+//                       per pipeline, on N = 64 .. 8192 GPUs (weak scaling of the simulator)
+//   BM_TinyGpt_DataParallel/N: tiny-gpt, pure data parallelism over N = 128 .. 1024 GPUs (one
+//                       replayed state; the gradient all-reduces' ~16 N flows all in SimGrid)
 // Each simulation runs in a forked child (sim/simulation.h); "peak_rss_gib" is the largest
 // resident set of any child so far (getrusage RUSAGE_CHILDREN), so run one benchmark at a time
 // (--benchmark_filter) for a per-case figure.
@@ -27,8 +29,9 @@ double peak_child_rss_gib() {
   return double(u.ru_maxrss) / (1024.0 * 1024.0);  // ru_maxrss is in KiB
 }
 
-void simulate_case(benchmark::State& state, const std::vector<std::string>& sets) {
-  const std::string path = std::string(TANDEM_SOURCE_DIR) + "/scenarios/gpt3-175b-a100.textproto";
+void simulate_case(benchmark::State& state, const std::vector<std::string>& sets,
+                   const std::string& scenario = "gpt3-175b-a100.textproto") {
+  const std::string path = std::string(TANDEM_SOURCE_DIR) + "/scenarios/" + scenario;
   double t = 0;
   for (auto _ : state) {
     Schedule s(tandem::load_scenario(path, sets));
@@ -53,7 +56,19 @@ void BM_Gpt3_Scaling(benchmark::State& state) {
 }
 BENCHMARK(BM_Gpt3_Scaling)
     ->RangeMultiplier(2)
-    ->Range(64, 4096)
+    ->Range(64, 8192)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1)
+    ->UseRealTime();
+
+void BM_TinyGpt_DataParallel(benchmark::State& state) {
+  const int gpus = int(state.range(0));
+  simulate_case(state, {"cluster.gpus=" + std::to_string(gpus), "strategy.global_batch=" + std::to_string(2 * gpus)},
+                "tiny-gpt.textproto");
+}
+BENCHMARK(BM_TinyGpt_DataParallel)
+    ->RangeMultiplier(2)
+    ->Range(128, 1024)
     ->Unit(benchmark::kSecond)
     ->Iterations(1)
     ->UseRealTime();

@@ -51,7 +51,7 @@ refuse "1,048,576-GPU sim refused with an estimate" 2 "needs about .* GiB.*max-m
   "$bin/tandem-sim" "$root/scenarios/gpt3-175b-a100.textproto" --set cluster.gpus=1048576 \
   --set strategy.global_batch=1572864 --max-memory 8
 # 10^6 GPUs of tiny-gpt, pure data parallelism: within 8 GiB of memory, but its two gradient
-# all-reduces over 10^6 GPUs alone would take 2 x (10^6)^3 x 0.85 us, over 10^4 years
+# all-reduces over 10^6 GPUs alone would take 2 x (10^6)^2 x 5 us, about 4 months
 # (sim/sim_time_estimate.cc): refused at once, naming the estimate and --max-time, instead of
 # running on.
 million=("$bin/tandem-sim" "$tiny" --set cluster.gpus=1000000 --set strategy.global_batch=2000000 --max-memory 8)

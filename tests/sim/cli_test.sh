@@ -17,6 +17,14 @@ fold_args="--set cluster.gpus=8 --set cluster.gpus_per_node=2 --set strategy.tp=
 grep -q '"ranks_per_replayed_state": 2' "$tmp/c.out"
 cmp "$tmp/c.out" "$tmp/d.out"
 cmp "$tmp/c.pb" "$tmp/d.pb"
+# Pure data parallelism over two nodes: the 16 replicas are one replayed state (replica folding),
+# and the output is still byte-identical run to run.
+dp_args="--set cluster.gpus=16 --set strategy.global_batch=32"
+"$bin" "$src/scenarios/tiny-gpt.textproto" $dp_args --json --trace "$tmp/e.pb" > "$tmp/e.out"
+"$bin" "$src/scenarios/tiny-gpt.textproto" $dp_args --json --trace "$tmp/f.pb" > "$tmp/f.out"
+grep -q '"ranks_per_replayed_state": 16' "$tmp/e.out"
+cmp "$tmp/e.out" "$tmp/f.out"
+cmp "$tmp/e.pb" "$tmp/f.pb"
 # GPT-3 175B on one node: 175e9 parameters / 8 GPUs with fp32 master and Adam state alone is
 # 16 bytes * 21.9e9 = 350 GB per GPU, far above 80 GiB.
 rc=0

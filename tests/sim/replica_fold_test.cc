@@ -1,0 +1,117 @@
+// Replica folding (SimOptions::fold_data_parallel, sim/fold_planner.h, docs/sim.md): a pure
+// data-parallel schedule replayed as one state must give the same JSON report and the same trace,
+// byte for byte, as every replica replayed (the report's `simulator` object aside: it counts the
+// replay's own events and says how many ranks a state stands for), and the times of the
+// unshortened path (--no-shortcuts) to 1e-6 relative.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "shared/schedule.h"
+#include "sim/sim_report.h"
+#include "sim/simulation.h"
+
+namespace tandem::sim::testing {
+namespace {
+
+struct Output {
+  SimResult result;
+  std::string json;   // without the "simulator" object
+  std::string trace;  // the --trace file's bytes
+};
+
+Output run(const Schedule& s, SimOptions o, const std::string& name) {
+  o.trace_path = ::testing::TempDir() + "replica_fold_" + name + ".trace";
+  Output out;
+  out.result = simulate(s, o);
+  std::ostringstream j;
+  write_json(j, s, out.result);
+  out.json = j.str();
+  const size_t cut = out.json.find(", \"simulator\"");
+  EXPECT_NE(cut, std::string::npos);
+  out.json.resize(cut);
+  std::ifstream in(o.trace_path, std::ios::binary);
+  out.trace.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  EXPECT_FALSE(out.trace.empty());
+  std::remove(o.trace_path.c_str());
+  return out;
+}
+
+// `fold`: the ranks one state must stand for with replica folding on; `replicas`: whether that is
+// replica folding (else tensor-parallel folding or none, the same without replica folding).
+void expect_same_outputs(const std::vector<std::string>& sets, int fold, bool replicas = true) {
+  Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
+  SimOptions on;
+  SimOptions off = on;
+  off.fold_data_parallel = false;
+  SimOptions none = off;
+  none.closed_form_uncontended = none.fuse_compute = none.share_class_programs = none.fold_tensor_parallel = false;
+  const Output a = run(s, on, "on"), b = run(s, off, "off"), c = run(s, none, "none");
+  EXPECT_EQ(a.result.fold, fold);
+  EXPECT_EQ(b.result.fold, replicas ? 1 : fold);
+  if (replicas) {
+    EXPECT_LT(a.result.events, b.result.events);
+  }
+  EXPECT_TRUE(a.result.fold_exact);
+  EXPECT_EQ(a.json, b.json);
+  EXPECT_TRUE(a.trace == b.trace) << "traces differ";
+  // Every flow of every replica is still in SimGrid (closed-form collectives, on one node, launch
+  // none, folded or not).
+  EXPECT_EQ(a.result.flows, b.result.flows);
+  if (a.result.closed_form_collectives == 0) {
+    EXPECT_EQ(a.result.flows, c.result.flows);
+  }
+  EXPECT_EQ(a.result.collectives, b.result.collectives);
+  // Against the unshortened path: the other shortcuts' rounding (closed forms; a phase costed alone
+  // that meets other traffic goes on with its bytes left rounded to whole bytes) keeps the times
+  // within 1e-6 relative, 1e-9 s here (data x tensor parallelism on one node: 1.3e-10 s).
+  const double tol = 1e-6 * c.result.iteration_time_s;
+  EXPECT_NEAR(a.result.iteration_time_s, c.result.iteration_time_s, tol);
+  ASSERT_EQ(a.result.ranks.size(), c.result.ranks.size());
+  for (size_t r = 0; r < a.result.ranks.size(); ++r) {
+    EXPECT_EQ(a.result.ranks[r].peak_device_bytes, c.result.ranks[r].peak_device_bytes) << r;
+    EXPECT_EQ(a.result.ranks[r].peak_host_bytes, c.result.ranks[r].peak_host_bytes) << r;
+    EXPECT_NEAR(a.result.ranks[r].exposed_comm_s, c.result.ranks[r].exposed_comm_s, tol) << r;
+  }
+}
+
+TEST(ReplicaFolding, PureDataParallelAcrossNodes) {
+  // 16 replicas on two nodes of 8: the gradient all-reduce crosses the NICs.
+  expect_same_outputs({"cluster.gpus=16", "strategy.global_batch=32"}, 16);
+  // 32 replicas on eight nodes of 4 GPUs.
+  expect_same_outputs({"cluster.gpus=32", "cluster.gpus_per_node=4", "strategy.global_batch=64"}, 32);
+  // 8 replicas on one node: the all-reduce is closed-form, folded or not.
+  expect_same_outputs({"cluster.gpus=8", "strategy.global_batch=16"}, 8);
+}
+
+TEST(ReplicaFolding, ZeroStages) {
+  // ZeRO 1 and 2 (reduce-scatter, all-gather) and 3 (parameter gathers): collectives of the
+  // data-parallel group only.
+  for (const char* z : {"strategy.zero_stage=1", "strategy.zero_stage=2", "strategy.zero_stage=3"})
+    expect_same_outputs({"cluster.gpus=16", "strategy.global_batch=32", z}, 16);
+}
+
+TEST(ReplicaFolding, OffloadCopiesOnEveryGpu) {
+  // The optimizer offloaded: every replica copies over its own PCIe link (one flow per GPU, lanes
+  // of the one state) and charges its node's host memory, eight GPUs per node on two nodes.
+  expect_same_outputs({"cluster.gpus=16", "strategy.global_batch=32", "strategy.zero_stage=2", "strategy.offload=optimizer"},
+                      16);
+}
+
+TEST(ReplicaFolding, OnlyForPureDataParallelism) {
+  // Data x tensor parallelism (tp groups folded, not replicas) and data x pipeline parallelism
+  // (p2p between stages): no replica folding, and the outputs are still those without it.
+  expect_same_outputs({"cluster.gpus=16", "cluster.gpus_per_node=2", "strategy.tp=2", "strategy.global_batch=16"}, 2,
+                      false);
+  expect_same_outputs({"cluster.gpus=16", "cluster.gpus_per_node=2", "strategy.pp=2", "strategy.global_batch=32"}, 1,
+                      false);
+  expect_same_outputs({"cluster.gpus=16", "strategy.tp=2", "strategy.global_batch=16"}, 1, false);
+}
+
+}  // namespace
+}  // namespace tandem::sim::testing
