@@ -1,5 +1,6 @@
-// Reads a scenario: protobuf text -> --set overrides -> cluster preset -> resolved, checked specs
-// (scenario_text.cc, scenario_overrides.cc, scenario_presets.cc, then the resolver:
+// Reads a scenario: protobuf text -> --set overrides -> Hugging Face model config -> cluster preset
+// -> resolved, checked specs (scenario_text.cc, scenario_overrides.cc, hf_config.cc,
+// scenario_presets.cc, then the resolver:
 // scenario_resolver.cc, cluster_rules.cc, strategy_rules.cc).
 //
 // Every error names where the offending value came from, so the user can fix it:
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "shared/error.h"
+#include "shared/hf_config.h"
 #include "shared/input_file.h"
 #include "shared/scenario.h"
 #include "shared/scenario_resolver.h"
@@ -26,6 +28,7 @@ Scenario parse_scenario(const std::string& text, const std::string& origin,
   origins.file = origin;
   parse_text(text, origin, &scenario, "", "", nullptr, "", &origins);
   for (const std::string& assignment : overrides) apply_override(scenario, assignment, origins);
+  merge_hf_config(scenario, origins);
   merge_preset(scenario, origins);
   return Resolver(scenario, origins).run();
 }

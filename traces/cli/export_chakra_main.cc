@@ -1,6 +1,6 @@
 // tandem export-chakra SCENARIO [--set part.field=value ...] -o PREFIX: the scenario's schedule as
 // MLCommons Chakra execution traces, PREFIX.<rank>.et per rank and PREFIX.comm_groups.json
-// (traces/chakra/chakra_writer.h says what each task becomes).
+// (traces/chakra/chakra_writer.h says what each task becomes, and the conventions ASTRA-sim needs).
 #include <iostream>
 
 #include <boost/program_options.hpp>
@@ -40,6 +40,11 @@ int main(int argc, char** argv) {
               << ".comm_groups.json: " << e.nodes[4] << " compute, " << e.nodes[7] << " collective, " << e.nodes[5]
               << " send, " << e.nodes[6] << " recv, " << e.nodes[2] + e.nodes[3] << " memory nodes (" << e.dropped
               << " alloc/free tasks left out)\n";
+    // ASTRA-sim has no reduce and replays broadcasts: they are written as the collectives of the
+    // same traffic it simulates (traces/chakra/chakra_writer.h).
+    if (e.reduce_as_reduce_scatter > 0 || e.broadcast_as_all_gather > 0)
+      std::cout << "for ASTRA-sim: " << e.reduce_as_reduce_scatter << " reduce written as reduce-scatter, "
+                << e.broadcast_as_all_gather << " broadcast written as all-gather\n";
     return 0;
   });
 }
