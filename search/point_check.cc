@@ -24,8 +24,16 @@ PointChecker::PointChecker(const std::string& scenario_path, const std::vector<s
 
 bool PointChecker::check(const std::vector<std::string>& point_sets, Scenario* out, std::string* message) {
   try {
-    // Every point assigns the same keys, so the work copy needs no reset between points.
-    for (const std::string& a : point_sets) apply_override(work_, a, origins_);
+    // Every point assigns the same keys, so the work copy needs no reset between points, and an
+    // assignment equal to the previous point's is in place already (points come in nested-loop
+    // order: most change only the innermost keys).
+    if (applied_.size() != point_sets.size()) applied_.assign(point_sets.size(), std::string());
+    for (size_t i = 0; i < point_sets.size(); ++i) {
+      if (applied_[i] == point_sets[i]) continue;
+      applied_[i].clear();  // not in place if apply_override throws
+      apply_override(work_, point_sets[i], origins_);
+      applied_[i] = point_sets[i];
+    }
     *out = Resolver(work_, origins_).run();
     out->origin = path_;
     return true;
@@ -84,6 +92,8 @@ std::string rule_of(const std::string& message) {
   // The values -> N: a number after "= ", "got ", "*" or "/" (tp = 8, got 3, 2*4, 8/16); the
   // numbers of the rule itself stay (pp >= 2, zero_stage 1 or 2, tp_mode 2.5d).
   auto value_follows = [&](const std::string& done) {
+    if (done.size() >= 3 && (done.compare(done.size() - 3, 3, ">= ") == 0 || done.compare(done.size() - 3, 3, "<= ") == 0))
+      return false;  // a bound of the rule
     for (const char* lead : {"= ", "got ", "*", "/", "/("})
       if (done.size() >= std::strlen(lead) && done.compare(done.size() - std::strlen(lead), std::string::npos, lead) == 0)
         return true;

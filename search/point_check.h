@@ -33,6 +33,7 @@ class PointChecker {
   proto::Scenario base_, work_;
   Origins base_origins_, origins_;
   std::vector<std::string> sets_;
+  std::vector<std::string> applied_;  // the assignments in place in work_
   std::string path_;
 };
 

@@ -39,8 +39,9 @@ std::string search_table(const SearchResult& r) {
          " out of memory (of " + std::to_string(r.memory_planned) + " planned)\n";
   for (const auto& [rule, c] : r.invalid) out += "  invalid " + std::to_string(c.count) + ": " + rule + "\n";
   for (const auto& [rule, n] : r.pruned) out += "  pruned " + std::to_string(n) + ": " + rule + "\n";
-  out += "  estimate: " + std::to_string(r.points) + " points in " + format("%.3f", r.estimate_wall_s) + " s (" +
-         format("%.0f", r.estimate_wall_s > 0 ? double(r.points) / r.estimate_wall_s : 0.0) + " points/s), " +
+  out += "  estimate: " + std::to_string(r.points) + " points in " + format("%.3f", r.estimate_wall_s) + " s wall, " +
+         format("%.3f", r.estimate_cpu_s) + " s CPU (" +
+         format("%.0f", r.estimate_cpu_s > 0 ? double(r.points) / r.estimate_cpu_s : 0.0) + " points per CPU second), " +
          std::to_string(r.probes) + " layer probes\n";
   out += "\n  #  iteration s  [80 % interval]          tokens/s    MFU %  peak GiB  estimate s  limit         strategy\n";
   int rank = 0;
@@ -58,7 +59,7 @@ std::string search_table(const SearchResult& r) {
                     s.reason.empty() ? "(not simulated)" : sweep::to_string(s.status), "-", "-", peak,
                     p.estimate.iteration_s, limit_of(p, r.hbm_bytes).c_str());
     }
-    out += line + joined(p.sets) + "\n";
+    out += line + joined(p.sets) + (p.ties ? " (+" + std::to_string(p.ties) + " ties)" : "") + "\n";
     if (!ok && !s.reason.empty()) out += "       " + s.reason + "\n";
   }
   return out;
@@ -89,6 +90,7 @@ std::string search_json(const SearchResult& r) {
   w.key("memory_planned").integer(r.memory_planned);
   w.key("probes").integer(r.probes);
   w.key("estimate_wall_s").number(r.estimate_wall_s, 4);
+  w.key("estimate_cpu_s").number(r.estimate_cpu_s, 4);
   w.key("results").begin_array();
   int rank = 0;
   for (const RankedPoint& p : r.best) {
@@ -113,6 +115,7 @@ std::string search_json(const SearchResult& r) {
     w.key("estimated_iteration_time_s").number(p.estimate.iteration_s);
     w.key("planned_peak_memory_bytes").integer(p.planned_peak_bytes);
     w.key("limit").string(limit_of(p, r.hbm_bytes));
+    w.key("ties").integer(p.ties);
     w.end_object();
   }
   w.line_break();

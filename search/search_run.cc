@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <cstdio>
 #include <optional>
 
@@ -48,6 +49,7 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
                         const SearchOptions& options) {
   if (options.top < 1) throw Error("--top: expected a positive number of points, got " + std::to_string(options.top));
   const auto start = std::chrono::steady_clock::now();
+  const std::clock_t cpu_start = std::clock();
   SpaceShape shape;
   fix_keys(shape, sets);
   PointChecker checker(scenario_path, sets, options.gpus);
@@ -64,7 +66,8 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
   std::optional<LayerProbes> probes;  // on the cluster of the first valid point (every point's)
   std::vector<Valid> valid;
   Scenario point;
-  std::string message;
+  std::string message, last_message;
+  RuleCount* last_rule = nullptr;
   for_each_candidate(shape, [&](const Candidate& c) {
     ++r.points;
     const std::vector<std::string> point_sets = candidate_sets(c);
@@ -84,13 +87,15 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
       }
     }
     if (!ok) {
-      RuleCount& rc = r.invalid[rule_of(message)];
-      if (rc.count++ == 0) rc.example = message;
+      // Consecutive points often break the same rule with the same values: one rule_of for them.
+      if (message != last_message) last_rule = &r.invalid[rule_of(message)], last_message = message;
+      if (last_rule->count++ == 0) last_rule->example = message;
     }
   });
   r.valid = valid.size();
   r.probes = probes ? probes->probes() : 0;
   r.estimate_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.estimate_cpu_s = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   if (valid.empty()) {
     std::string rule;
     uint64_t most = 0;
@@ -127,6 +132,14 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
     }
     if (!plan.fits) {
       ++r.out_of_memory;
+      continue;
+    }
+    auto tie = std::find_if(r.best.begin(), r.best.end(), [&](const RankedPoint& b) {
+      return b.estimate.iteration_s == p.estimate.iteration_s && b.planned_peak_bytes == p.planned_peak_bytes;
+    });
+    if (tie != r.best.end()) {
+      ++tie->ties;
+      ++r.pruned[kPrunedAsTie];
       continue;
     }
     r.best.push_back(std::move(p));

@@ -5,8 +5,10 @@
 // (sim/sweep/sweep_runner.h, run_points).
 //
 // Pruning: once K points fit, every point whose estimate is not below the K-th fitting point's
-// cannot enter the K best by estimate; its memory is not planned (rule kPrunedByEstimate). No other
-// rule removes points.
+// cannot enter the K best by estimate; its memory is not planned (rule kPrunedByEstimate). A point
+// whose estimate and planned peak equal those of a point already kept (a setting that changes
+// nothing at this layout, such as ZeRO or the gradient overlap with dp = 1) is that point's tie and
+// does not take one of the K simulations (rule kPrunedAsTie). No other rule removes points.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,8 @@
 
 namespace tandem::search {
 
+inline constexpr const char* kPrunedAsTie =
+    "same estimate and planned peak memory as a better-ranked point (counted as its tie, not simulated)";
 inline constexpr const char* kPrunedByEstimate =
     "estimate not below the K-th fitting point's (cannot enter the K best; memory not planned)";
 
@@ -46,6 +50,7 @@ struct RankedPoint {
   std::vector<std::string> sets;  // the point's assignments (the user's --set list not included)
   Estimate estimate;
   int64_t planned_peak_bytes = 0;  // the planner's peak over ranks
+  uint64_t ties = 0;               // points of the same estimate and planned peak (kPrunedAsTie)
   sweep::PointResult simulated;    // when simulated
 };
 
@@ -63,6 +68,7 @@ struct SearchResult {
                                   // (failed simulations last), else by estimate
   size_t probes = 0;              // layer probes generated
   double estimate_wall_s = 0;     // enumeration + checks + estimates
+  double estimate_cpu_s = 0;      // the same in this process's CPU time (one core)
 };
 
 // Throws Error (bad input, exit 2) for a scenario or --set the loader refuses, a space with no
