@@ -2,6 +2,7 @@
 
 #include <variant>
 
+#include "shared/param_layout.h"
 #include "shared/schedule.h"
 
 namespace tandem::search {
@@ -40,12 +41,11 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
   LayerCosts c;
   int64_t optimizer_elements = 0;
   double optimizer_kernels_s = 0;
-  for (const Buffer& b : program.buffers) {
-    if (b.role != BufferRole::kParam || b.is_view() || b.shard_of != kNoId) continue;
-    const int64_t n = b.elements();
-    if (b.name.rfind("layer", 0) == 0) c.layer_params += n;
-    else if (b.name == "embedding.weight") c.embedding_params += n;
-    else c.other_params += n;
+  // Parameters from the layout the generators allocate (its units: embedding, layer, head).
+  for (const ParamUnit& u : make_param_layout(schedule.scenario(), 0, 0).units) {
+    if (u.kind == ParamUnit::Kind::kLayer) c.layer_params += u.elements;
+    else if (u.kind == ParamUnit::Kind::kEmbedding) c.embedding_params += u.elements;
+    else c.other_params += u.elements;
   }
   for (const Task& t : program.tasks) {
     if (const auto* k = std::get_if<Compute>(&t.op)) {
