@@ -202,13 +202,13 @@ PointResult evaluate_point(const std::string& scenario_path, const std::vector<s
   return r;
 }
 
-SweepTable run_sweep(const std::string& scenario_path, const std::vector<std::string>& sets, const SweepGrid& grid,
-                     const RunOptions& options) {
-  const size_t total = grid.size();
+std::vector<PointResult> run_points(const std::string& scenario_path,
+                                   const std::vector<std::vector<std::string>>& points, const RunOptions& options) {
+  const size_t total = points.size();
   size_t jobs = options.jobs > 0 ? size_t(options.jobs) : std::max(1u, std::thread::hardware_concurrency());
-  jobs = std::min(jobs, total);
+  jobs = std::max<size_t>(1, std::min(jobs, total));
   ResourceLimit point_limit = options.limit;
-  point_limit.max_memory_bytes /= int64_t(std::max<size_t>(jobs, 1));
+  point_limit.max_memory_bytes /= int64_t(jobs);
   std::vector<PointResult> results(total);
   std::vector<Running> running;
   size_t next = 0, done = 0;
@@ -218,8 +218,7 @@ SweepTable run_sweep(const std::string& scenario_path, const std::vector<std::st
   progress();
   while (done < total) {
     while (running.size() < jobs && next < total) {
-      std::vector<std::string> overrides = sets;
-      for (const std::string& a : grid.assignments(next)) overrides.push_back(a);
+      const std::vector<std::string>& overrides = points[next];
       running.push_back(
           {sim::ForkedCall([&] { return encode(evaluate_point(scenario_path, overrides, options.sim, point_limit)); },
                            "sweep: the point's process"),
@@ -243,7 +242,17 @@ SweepTable run_sweep(const std::string& scenario_path, const std::vector<std::st
       progress();
     }
   }
-  return make_table(scenario_path, sets, grid, std::move(results));
+  return results;
+}
+
+SweepTable run_sweep(const std::string& scenario_path, const std::vector<std::string>& sets, const SweepGrid& grid,
+                     const RunOptions& options) {
+  std::vector<std::vector<std::string>> points(grid.size());
+  for (size_t i = 0; i < grid.size(); ++i) {
+    points[i] = sets;
+    for (const std::string& a : grid.assignments(i)) points[i].push_back(a);
+  }
+  return make_table(scenario_path, sets, grid, run_points(scenario_path, points, options));
 }
 
 }  // namespace tandem::sweep

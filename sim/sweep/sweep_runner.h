@@ -41,6 +41,11 @@ struct RunOptions {
   std::function<void(size_t done, size_t total)> on_progress;
 };
 
+// Any list of points, each the whole list of its --set assignments, run as run_sweep runs the
+// grid's (results[i] is points[i]); `tandem search` simulates its best candidates with it.
+std::vector<PointResult> run_points(const std::string& scenario_path,
+                                   const std::vector<std::vector<std::string>>& points, const RunOptions& options);
+
 // Every point of the grid: the --set overrides first, then the point's --vary assignments.
 SweepTable run_sweep(const std::string& scenario_path, const std::vector<std::string>& sets, const SweepGrid& grid,
                      const RunOptions& options);

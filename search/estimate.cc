@@ -1,0 +1,77 @@
+#include "search/estimate.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tandem::search {
+
+const char* Estimate::limit() const {
+  if (bubble_s >= comm_s && bubble_s >= recompute_s && bubble_s > 0) return "bubble";
+  if (comm_s >= recompute_s && comm_s > 0) return "exposed comm";
+  if (recompute_s > 0) return "recompute";
+  return "compute";
+}
+
+Estimate estimate(const Scenario& sc, const LayerCosts& c, CommCost& comm) {
+  const StrategySpec& s = sc.strategy;
+  const ModelSpec& m = sc.model;
+  const double micro = double(s.micro_batches());
+  const int pp = s.pp, dp = s.dp, stride = s.tp * s.sp * s.pp;  // rank stride of a dp group
+  const double per_stage = double(m.layers) / pp;
+
+  const double ring = std::max(0.0, c.tp_ring_s - c.gemm_s);
+  const double layer = c.forward_s + c.backward_s + c.recompute_s + c.tp_comm_s + ring;
+  const double first = per_stage * layer + c.first_s, last = per_stage * layer + c.last_s;
+  const double middle = per_stage * layer;
+  const double slowest = pp == 1 ? middle + c.first_s + c.last_s : std::max(first, last);
+  const double sum = pp == 1 ? slowest : first + last + (pp - 2) * middle;
+
+  Estimate e;
+  e.compute_s = micro * (slowest - per_stage * (c.tp_comm_s + ring));
+  e.recompute_s = micro * per_stage * c.recompute_s;
+  double comm_s = micro * per_stage * (c.tp_comm_s + ring);
+  const double pipeline = micro * slowest + (sum - slowest) / s.virtual_stages;
+  double p2p = 0;
+  if (pp > 1) {
+    const double seq_shard = s.sp_mode == SpMode::kMegatron ? s.tp : 1;
+    const double act_bytes =
+        double(s.micro_batch) * m.seq_len / s.sp * m.hidden * dtype_bytes(sc.param_dtype()) / seq_shard;
+    p2p = 2.0 * (pp - 1) * comm.p2p_s(0, s.tp * s.sp, act_bytes);
+  }
+  e.bubble_s = pipeline - micro * slowest + p2p;
+
+  // Parameters of the largest stage on one rank.
+  const double layers_params = per_stage * double(c.layer_params);
+  const bool tied_copy = m.tied_embeddings && pp > 1;
+  const double stage_params =
+      pp == 1 ? layers_params + double(c.embedding_params + c.other_params)
+              : layers_params + std::max(double(c.embedding_params),
+                                         double(c.other_params) + (tied_copy ? double(c.embedding_params) : 0.0));
+  const double stage_backward = per_stage * (c.backward_s + c.recompute_s);
+  const double stage_forward = per_stage * c.forward_s;
+  if (dp > 1) {
+    const double grad_bytes = stage_params * dtype_bytes(sc.grad_dtype());
+    const double bucket = std::max(1.0, s.bucket_mb * 1048576.0);
+    const double buckets = std::ceil(grad_bytes / bucket), bucket_bytes = grad_bytes / buckets;
+    const CollectiveOp reduce = s.zero_stage == 0 ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter;
+    const double one = comm.strided_s(reduce, dp, stride, bucket_bytes), all = buckets * one;
+    comm_s += sc.software.grad_reduce_overlap ? std::max(one, all - stage_backward) : all;
+    if (s.zero_stage >= 1) {
+      const double param_bytes = stage_params * dtype_bytes(sc.param_dtype());
+      const double pbuckets = std::ceil(param_bytes / bucket);
+      const double gone = comm.strided_s(CollectiveOp::kAllGather, dp, stride, param_bytes / pbuckets);
+      const double gather = pbuckets * gone;
+      if (s.zero_stage == 3)
+        comm_s += micro * (std::max(0.0, gather - stage_forward) + std::max(0.0, gather - stage_backward));
+      else
+        comm_s += sc.software.overlap_param_gather ? std::max(gone, gather - stage_forward) : gather;
+    }
+  }
+  const double updated = s.zero_stage >= 1 ? stage_params / dp : stage_params;
+  e.optimizer_s = updated * c.optimizer_s_per_element + c.optimizer_fixed_s;
+  e.comm_s = comm_s;
+  e.iteration_s = pipeline + p2p + (comm_s - micro * per_stage * (c.tp_comm_s + ring)) + e.optimizer_s;
+  return e;
+}
+
+}  // namespace tandem::search

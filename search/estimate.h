@@ -1,0 +1,48 @@
+// The analytical estimate of one iteration of a resolved point, from its layer's measured costs
+// (search/layer_probe.h) and closed forms for what the simulator would otherwise replay.
+// With L layers, pp stages, v virtual stages, m = global_batch / (dp * micro_batch) micro-batches:
+//
+//   layer       t_l  = forward + backward + recompute + tp_comm + ring        (one micro-batch)
+//               ring = max(0, tp_ring - gemm): the part of tp_comm_overlap's ring exchange its
+//                      GEMMs do not hide
+//   stage       t_s  = (L / pp) * t_l, plus first_s on stage 0 and last_s on stage pp-1
+//   pipeline    T_p  = m * max_s t_s + (sum_s t_s - max_s t_s) / v
+//                      (1F1B / GPipe: the last micro-batch's trip through the other stages, the
+//                      bubble (pp-1)/m of Narayanan et al. SC21 for equal stages; interleaved:
+//                      divided by v)
+//               + 2 (pp-1) p2p: the activation's and its gradient's trip between neighbouring
+//                      stages in the fill and the drain (bytes mb*seq*hidden / (tp with megatron
+//                      sp), priced between rank 0 and rank tp*sp, the next stage's)
+//   data par.   grads of the largest stage in buckets of bucket_mb, all-reduced (ZeRO 0) or
+//               reduce-scattered (1-3) over dp: t_dp. Exposed: t_dp after the backward without
+//               grad_reduce_overlap, else max(one bucket, t_dp - the stage's backward of the last
+//               micro-batch, which is when Megatron reduces).
+//               ZeRO 1-2: parameter all-gather after the step, exposed unless overlap_param_gather
+//               (then max(one bucket, t_ag - the stage's first forward)); ZeRO 3: the stage's
+//               parameters gathered for every forward and backward: max(0, t_ag - that pass)
+//               each, per micro-batch.
+//   optimizer   the probe's optimizer kernels per parameter element x the elements this rank
+//               updates (the stage's parameters / dp under ZeRO), plus its fixed collectives.
+//   iteration   T = T_p + exposed data-parallel time + optimizer.
+// Offload (strategy.offload) is not modelled: its copies are not in the estimate.
+#pragma once
+
+#include "search/layer_probe.h"
+#include "shared/scenario.h"
+
+namespace tandem::search {
+
+struct Estimate {
+  double iteration_s = 0;
+  double compute_s = 0;    // kernels on the slowest stage: m micro-batches (recompute included)
+  double recompute_s = 0;  // part of compute_s
+  double bubble_s = 0;     // pipeline fill and drain (p2p included)
+  double comm_s = 0;       // exposed: tensor parallel (every micro-batch), data parallel, ZeRO
+  double optimizer_s = 0;
+  // The largest of bubble, comm, recompute (what limits the point beyond its kernels).
+  const char* limit() const;
+};
+
+Estimate estimate(const Scenario& point, const LayerCosts& layer, CommCost& comm);
+
+}  // namespace tandem::search

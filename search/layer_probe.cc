@@ -1,0 +1,78 @@
+#include "search/layer_probe.h"
+
+#include <variant>
+
+#include "shared/param_layout.h"
+#include "shared/schedule.h"
+
+namespace tandem::search {
+
+LayerProbes::LayerProbes(const ClusterSpec& cluster)
+    : compute_flash_(cluster, sim::KernelEfficiency{}, true),
+      compute_plain_(cluster, sim::KernelEfficiency{}, false),
+      comm_(cluster) {}
+
+const LayerCosts& LayerProbes::costs(const Scenario& point) {
+  const StrategySpec& s = point.strategy;
+  const auto key = std::make_tuple(s.tp, s.sp, int(s.sp_mode), int(s.tp_mode), s.micro_batch, int(s.recompute),
+                                   point.software.tp_comm_overlap, s.flash_attention);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) it = cache_.emplace(key, measure(point)).first;
+  return it->second;
+}
+
+LayerCosts LayerProbes::measure(const Scenario& point) {
+  Scenario probe = point;
+  probe.model.layers = 1;
+  StrategySpec& s = probe.strategy;
+  s.dp = 1;
+  s.pp = 1;
+  s.virtual_stages = 1;
+  s.pp_schedule = PpSchedule::k1f1b;
+  s.zero_stage = 0;
+  s.offload = Offload::kNone;
+  s.global_batch = s.micro_batch;
+  probe.software.overlap_param_gather = false;
+  probe.cluster.gpus = s.tp * s.sp;
+  const Schedule schedule(std::move(probe));
+  const Program program = schedule.program(0);
+  const sim::ComputeCostModel& compute = point.strategy.flash_attention ? compute_flash_ : compute_plain_;
+
+  LayerCosts c;
+  int64_t optimizer_elements = 0;
+  double optimizer_kernels_s = 0;
+  // Parameters from the layout the generators allocate (its units: embedding, layer, head).
+  for (const ParamUnit& u : make_param_layout(schedule.scenario(), 0, 0).units) {
+    if (u.kind == ParamUnit::Kind::kLayer) c.layer_params += u.elements;
+    else if (u.kind == ParamUnit::Kind::kEmbedding) c.embedding_params += u.elements;
+    else c.other_params += u.elements;
+  }
+  for (const Task& t : program.tasks) {
+    if (const auto* k = std::get_if<Compute>(&t.op)) {
+      const double time = compute.time_s(*k, t.stream == Stream::kHost);
+      if (k->phase == Phase::kOptimizer) {
+        optimizer_kernels_s += time;
+        if (k->kernel == Kernel::kAdam) optimizer_elements += k->dims[0];
+      } else if (k->layer >= 0) {
+        if (k->kernel == Kernel::kGemm) c.gemm_s += time;
+        (k->phase == Phase::kForward ? c.forward_s : k->phase == Phase::kBackward ? c.backward_s : c.recompute_s) += time;
+      } else if (k->kernel == Kernel::kData || k->kernel == Kernel::kEmbedding || k->kernel == Kernel::kEmbeddingBwd) {
+        c.first_s += time;
+      } else {
+        c.last_s += time;
+      }
+    } else if (const auto* col = std::get_if<Collective>(&t.op)) {
+      const double time = comm_.collective_s(col->op, schedule.group(col->group).ranks, double(col->bytes));
+      if (col->phase == Phase::kOptimizer) c.optimizer_fixed_s += time;
+      else if (col->layer >= 0) c.tp_comm_s += time;
+      else c.last_s += time;
+    } else if (const auto* p2p = std::get_if<SendRecv>(&t.op)) {
+      // One layer: every ring-exchange send of the probe is the layer's.
+      if (p2p->is_send && t.stream == Stream::kTpSend) c.tp_ring_s += comm_.p2p_s(0, p2p->peer, double(p2p->bytes));
+    }
+  }
+  if (optimizer_elements > 0) c.optimizer_s_per_element = optimizer_kernels_s / double(optimizer_elements);
+  return c;
+}
+
+}  // namespace tandem::search

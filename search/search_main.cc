@@ -1,0 +1,65 @@
+// tandem search SCENARIO [--gpus N] [--top K] [--set k=v ...] [--json] [-j N] [--no-simulate]
+// Finds the fastest strategies of a scenario's model on its cluster (docs/search.md). Exit codes:
+// 0 the search ran, 2 bad input (flags, scenario file, no valid strategy, no strategy that fits),
+// 1 internal error.
+#include <unistd.h>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "search/search_report.h"
+#include "search/search_run.h"
+#include "shared/cli_args.h"
+#include "shared/error.h"
+#include "sim/sim_time_estimate.h"
+#include "sim/sweep/sweep_progress.h"
+
+namespace po = boost::program_options;
+using namespace tandem;
+
+int main(int argc, char** argv) {
+  std::string scenario_path, output;
+  std::vector<std::string> sets;
+  int jobs = 0, gpus = 0, top = 16;
+  std::string max_time = "1h";
+  po::options_description opts("tandem search SCENARIO [options]");
+  opts.add_options()
+      ("help,h", "this help")
+      ("gpus", po::value(&gpus), "search strategies for N GPUs of the scenario's cluster (default: its cluster.gpus)")
+      ("top", po::value(&top), "simulate the K best points of the estimate that fit in memory (default 16)")
+      ("set", po::value(&sets)->composing(), "fix a scenario field: --set strategy.zero_stage=1 (repeatable; a fixed key is not searched)")
+      ("json", "print the search as one JSON object")
+      ("output,o", po::value(&output), "HTML report (not written yet: a later increment, docs/search.md)")
+      ("jobs,j", po::value(&jobs), "simulations at a time (default: the number of hardware threads)")
+      ("no-simulate", "rank by the estimate and the planner's memory only")
+      ("max-time", po::value(&max_time), "wall-time limit of one simulation: 90s, 30m, 2h; 0 for no limit (default 1h)")
+      ("scenario", po::value(&scenario_path), "scenario file");
+  add_max_memory_option(opts);
+  po::variables_map vm;
+  if (auto stop = parse_scenario_command_line("tandem search", argc, argv, opts, vm)) return *stop;
+  return run_main("tandem search", [&] {
+    if (vm.count("output"))
+      throw Error("-o: the HTML report of tandem search is a later increment (docs/search.md); use --json");
+    if (vm.count("jobs") && jobs < 1) throw Error("--jobs: expected a positive number of simulations, got " + std::to_string(jobs));
+    if (vm.count("gpus") && gpus < 1) throw Error("--gpus: expected a positive number of GPUs, got " + std::to_string(gpus));
+    if (top < 1) throw Error("--top: expected a positive number of points, got " + std::to_string(top));
+    // A progress line on a terminal only (the simulations of the K best).
+    const bool tty = ::isatty(STDERR_FILENO) != 0;
+    sweep::Progress progress(true);
+    search::SearchOptions o;
+    o.gpus = gpus;
+    o.top = top;
+    o.jobs = jobs;
+    o.simulate = !vm.count("no-simulate");
+    o.limit = max_memory_limit(vm);
+    o.limit.max_time_s = sim::parse_duration(max_time, "--max-time");
+    if (tty) o.on_progress = [&](size_t done, size_t total) { progress.update(done, total); };
+    const search::SearchResult r = search::run_search(scenario_path, sets, o);
+    if (tty && o.simulate) progress.finish();
+    std::cout << (vm.count("json") ? search::search_json(r) : search::search_table(r));
+    return 0;
+  });
+}

@@ -1,0 +1,80 @@
+// `tandem search`: every point of the space (search/search_space.h) checked by the loader's rules
+// (search/point_check.h), the valid ones ranked by the analytical estimate (search/estimate.h),
+// the planner's memory (shared/plan_summary.h) checked in that order until K points fit, and those
+// K simulated with the full SimGrid backend (sim/simulation.h), in parallel worker processes
+// (sim/sweep/sweep_runner.h, run_points).
+//
+// Pruning: once K points fit, every point whose estimate is not below the K-th fitting point's
+// cannot enter the K best by estimate; its memory is not planned (rule kPrunedByEstimate). A point
+// whose estimate and planned peak equal those of a point already kept (a setting that changes
+// nothing at this layout, such as ZeRO or the gradient overlap with dp = 1) is that point's tie and
+// does not take one of the K simulations (rule kPrunedAsTie). No other rule removes points.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "search/estimate.h"
+#include "search/search_space.h"
+#include "shared/resource_limit.h"
+#include "sim/simulation.h"
+#include "sim/sweep/sweep_table.h"
+
+namespace tandem::search {
+
+inline constexpr const char* kPrunedAsTie =
+    "same estimate and planned peak memory as a better-ranked point (counted as its tie, not simulated)";
+inline constexpr const char* kPrunedByEstimate =
+    "estimate not below the K-th fitting point's (cannot enter the K best; memory not planned)";
+
+struct SearchOptions {
+  int gpus = 0;   // > 0: cluster.gpus (--gpus); else the scenario's
+  int top = 16;   // K
+  bool simulate = true;
+  int jobs = 0;   // simulations at a time (0: the hardware threads)
+  ResourceLimit limit;
+  sim::SimOptions sim;
+  std::function<void(size_t done, size_t total)> on_progress;
+};
+
+struct RuleCount {
+  uint64_t count = 0;
+  std::string example;  // the loader's whole message for the first point it refused
+};
+
+struct RankedPoint {
+  Candidate candidate;
+  std::vector<std::string> sets;  // the point's assignments (the user's --set list not included)
+  Estimate estimate;
+  int64_t planned_peak_bytes = 0;  // the planner's peak over ranks
+  uint64_t ties = 0;               // points of the same estimate and planned peak (kPrunedAsTie)
+  sweep::PointResult simulated;    // when simulated
+};
+
+struct SearchResult {
+  std::string scenario_path, scenario_name;
+  std::vector<std::string> sets;  // the user's --set list (with cluster.gpus=N for --gpus)
+  int gpus = 0;
+  int64_t hbm_bytes = 0;
+  uint64_t points = 0, valid = 0;
+  std::map<std::string, RuleCount> invalid;  // by rule (rule_of)
+  std::map<std::string, uint64_t> pruned;    // by rule
+  uint64_t out_of_memory = 0;                // planned peak over HBM
+  uint64_t memory_planned = 0;
+  std::vector<RankedPoint> best;  // the K best fitting points: by simulated time when simulated
+                                  // (failed simulations last), else by estimate
+  size_t probes = 0;              // layer probes generated
+  double estimate_wall_s = 0;     // enumeration + checks + estimates
+  double estimate_cpu_s = 0;      // the same in this process's CPU time (one core)
+};
+
+// Throws Error (bad input, exit 2) for a scenario or --set the loader refuses, a space with no
+// valid point (naming the rule that refused the most points), or no point that fits in memory
+// (naming the smallest planned peak and the HBM).
+SearchResult run_search(const std::string& scenario_path, const std::vector<std::string>& sets,
+                        const SearchOptions& options);
+
+}  // namespace tandem::search

@@ -1,0 +1,138 @@
+#include "search/search_space.h"
+
+#include "shared/error.h"
+
+namespace tandem::search {
+
+namespace {
+
+int layout_value(const std::string& assignment, const std::string& key) {
+  const std::string v = assignment.substr(key.size() + 1);
+  int n = 0;
+  for (char ch : v) {
+    if (ch < '0' || ch > '9' || n > (1 << 24)) {
+      n = -1;
+      break;
+    }
+    n = n * 10 + (ch - '0');
+  }
+  if (v.empty() || n <= 0)
+    throw Error("--set " + assignment + ": tandem search needs a positive whole number for " + key, ErrorKind::kBadInput);
+  return n;
+}
+
+template <size_t N>
+int table_size(const TableRow (&)[N]) {
+  return int(N);
+}
+
+// The values of an axis: 0..n-1, or {-1} when the user fixed its key.
+std::vector<int> axis(const SpaceShape& s, const std::string& key, int n) {
+  if (s.fixed.count(key)) return {-1};
+  std::vector<int> v;
+  for (int i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
+std::vector<int> divisors_or_fixed(int n, int fixed) {
+  std::vector<int> v;
+  for (int d = 1; d <= n; ++d)
+    if (n % d == 0 && (fixed == 0 || d == fixed)) v.push_back(d);
+  return v;
+}
+
+}  // namespace
+
+void fix_keys(SpaceShape& shape, const std::vector<std::string>& sets) {
+  for (const std::string& a : sets) {
+    const size_t eq = a.find('=');
+    const std::string key = a.substr(0, eq);
+    shape.fixed.insert(key);
+    if (eq == std::string::npos) continue;  // the loader names the problem
+    if (key == "strategy.dp") shape.fixed_dp = layout_value(a, key);
+    if (key == "strategy.tp") shape.fixed_tp = layout_value(a, key);
+    if (key == "strategy.pp") shape.fixed_pp = layout_value(a, key);
+    if (key == "strategy.sp") shape.fixed_sp = layout_value(a, key);
+  }
+}
+
+void for_each_candidate(const SpaceShape& s, const std::function<void(const Candidate&)>& visit) {
+  const std::vector<int> tp_modes = axis(s, "strategy.tp_mode", table_size(kTpModes));
+  const std::vector<int> sp_modes = axis(s, "strategy.sp_mode", table_size(kSpModes));
+  const std::vector<int> zeros = axis(s, "strategy.zero_stage", kZeroStages);
+  const std::vector<int> recomputes = axis(s, "strategy.recompute", table_size(kRecomputes));
+  std::vector<int> switches[kSwitchCount];
+  for (int i = 0; i < kSwitchCount; ++i) switches[i] = axis(s, kSoftwareSwitches[i], 2);
+  const bool fixed_schedule = s.fixed.count("strategy.pp_schedule") || s.fixed.count("strategy.virtual_stages");
+  const bool fixed_mb = s.fixed.count("strategy.micro_batch");
+  Candidate c;
+  for (int tp : divisors_or_fixed(s.gpus, s.fixed_tp))
+    for (int pp : divisors_or_fixed(s.gpus / tp, s.fixed_pp))
+      for (int spm : sp_modes) {
+        const bool sp_axis = spm >= 0 && kSpModes[spm].sp_degree;
+        for (int sp : sp_axis ? divisors_or_fixed(s.gpus / (tp * pp), s.fixed_sp) : std::vector<int>{1}) {
+          if (sp_axis && sp < 2) continue;  // the mode needs its axis: sp = 1 is sp_mode none's point
+          const int dp = s.gpus / (tp * pp * sp);
+          if (s.fixed_dp && dp != s.fixed_dp) continue;
+          // Pipelines: (schedule, virtual stages).
+          std::vector<std::pair<int, int>> pipelines;
+          if (fixed_schedule) {
+            pipelines.push_back({-1, 0});
+          } else {
+            for (int k = 0; k < table_size(kPipelineSchedules); ++k) {
+              if (std::string(kPipelineSchedules[k].value) != "interleaved") {
+                pipelines.push_back({k, 1});
+                continue;
+              }
+              for (int v = 2; v <= kMaxVirtualStages && int64_t{pp} * v <= s.layers; ++v)
+                if (s.layers % (pp * v) == 0) pipelines.push_back({k, v});
+            }
+          }
+          std::vector<int> mbs;
+          if (fixed_mb) mbs.push_back(0);
+          else
+            for (int mb = 1; mb == 1 || mb <= s.global_batch / dp; mb *= 2) mbs.push_back(mb);
+          c.dp = dp, c.tp = tp, c.pp = pp, c.sp = sp, c.sp_mode = int8_t(spm);
+          for (int tpm : tp_modes)
+            for (const auto& [schedule, v] : pipelines)
+              for (int zero : zeros)
+                for (int rc : recomputes)
+                  for (int mb : mbs)
+                    for (int a : switches[0])
+                      for (int b : switches[1])
+                        for (int d : switches[2]) {
+                          c.tp_mode = int8_t(tpm);
+                          c.schedule = int8_t(schedule);
+                          c.virtual_stages = v;
+                          c.zero = int8_t(zero);
+                          c.recompute = int8_t(rc);
+                          c.micro_batch = mb;
+                          c.switches[0] = int8_t(a), c.switches[1] = int8_t(b), c.switches[2] = int8_t(d);
+                          visit(c);
+                        }
+        }
+      }
+}
+
+std::vector<std::string> candidate_sets(const Candidate& c) {
+  std::vector<std::string> v;
+  v.reserve(16);
+  v.push_back("strategy.dp=" + std::to_string(c.dp));
+  v.push_back("strategy.tp=" + std::to_string(c.tp));
+  v.push_back("strategy.pp=" + std::to_string(c.pp));
+  v.push_back("strategy.sp=" + std::to_string(c.sp));
+  if (c.tp_mode >= 0) v.push_back(std::string("strategy.tp_mode=") + kTpModes[c.tp_mode].value);
+  if (c.sp_mode >= 0) v.push_back(std::string("strategy.sp_mode=") + kSpModes[c.sp_mode].value);
+  if (c.schedule >= 0) {
+    v.push_back(std::string("strategy.pp_schedule=") + kPipelineSchedules[c.schedule].value);
+    v.push_back("strategy.virtual_stages=" + std::to_string(c.virtual_stages));
+  }
+  if (c.zero >= 0) v.push_back("strategy.zero_stage=" + std::to_string(c.zero));
+  if (c.recompute >= 0) v.push_back(std::string("strategy.recompute=") + kRecomputes[c.recompute].value);
+  if (c.micro_batch > 0) v.push_back("strategy.micro_batch=" + std::to_string(c.micro_batch));
+  for (int i = 0; i < kSwitchCount; ++i)
+    if (c.switches[i] >= 0) v.push_back(std::string(kSoftwareSwitches[i]) + (c.switches[i] ? "=true" : "=false"));
+  return v;
+}
+
+}  // namespace tandem::search

@@ -1,0 +1,70 @@
+// The space `tandem search` explores: every strategy of a scenario's model on its cluster (or on
+// --gpus N), as the --set assignments that `tandem sim --set` takes. A point is a choice of
+//   layout      dp x tp x pp (x sp) = N, with tp_mode and sp_mode (the tables below)
+//   pipeline    pp_schedule with its virtual_stages (1 for gpipe and 1f1b; for interleaved each
+//               v in 2..8 with pp*v dividing the layers)
+//   zero_stage  0..3,  recompute  none | selective | full
+//   micro_batch the powers of two up to global_batch / dp (global_batch stays the scenario's)
+//   software    grad_reduce_overlap, overlap_param_gather, tp_comm_overlap (on / off)
+// A key the user fixes with --set is not searched (for strategy.dp/tp/pp/sp: only layouts with
+// that value are). The space is a definition, not a filter: every point of it is checked by the
+// scenario loader's own rules (search/point_check.h), and the ones it refuses are counted.
+//
+// New values are one line in a table: kTpModes, kSpModes, kPipelineSchedules, kRecomputes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tandem::search {
+
+struct TableRow {
+  const char* value;
+  // sp_mode only: the mode runs over a sequence-parallel axis of its own (sp > 1 in the layout).
+  bool sp_degree = false;
+};
+// 2d, 2.5d and 3d join when shared/step_generator.cc generates them.
+inline constexpr TableRow kTpModes[] = {{"1d"}};
+// ring and ulysses ({"ring", true}, {"ulysses", true}) join when they are generated.
+inline constexpr TableRow kSpModes[] = {{"none"}, {"megatron"}};
+inline constexpr TableRow kPipelineSchedules[] = {{"1f1b"}, {"gpipe"}, {"interleaved"}};
+inline constexpr TableRow kRecomputes[] = {{"none"}, {"selective"}, {"full"}};
+inline constexpr int kZeroStages = 4;
+inline constexpr int kMaxVirtualStages = 8;
+// The software preset's overlap options, searched on and off.
+inline constexpr const char* kSoftwareSwitches[] = {"software.grad_reduce_overlap", "software.overlap_param_gather",
+                                                    "software.tp_comm_overlap"};
+inline constexpr int kSwitchCount = 3;
+
+// One point, as indices into the tables (-1: the axis is fixed by the user, not set).
+struct Candidate {
+  int dp = 1, tp = 1, pp = 1, sp = 1;
+  int virtual_stages = 1;
+  int micro_batch = 1;
+  int8_t tp_mode = -1, sp_mode = -1, schedule = -1, zero = -1, recompute = -1;
+  int8_t switches[kSwitchCount] = {-1, -1, -1};  // 0 off, 1 on, -1 fixed
+};
+
+struct SpaceShape {
+  int gpus = 1;
+  int layers = 1;
+  int global_batch = 1;
+  // Keys the user fixed with --set ("strategy.zero_stage"), and for the layout keys their values.
+  std::set<std::string> fixed;
+  int fixed_dp = 0, fixed_tp = 0, fixed_pp = 0, fixed_sp = 0;  // 0: searched
+};
+
+// The shape from the user's --set list: records the fixed keys (and layout values; Error, bad
+// input, when such a value is not a positive integer).
+void fix_keys(SpaceShape& shape, const std::vector<std::string>& sets);
+
+// Calls visit for every point, layouts in increasing tp, then pp, then sp.
+void for_each_candidate(const SpaceShape& shape, const std::function<void(const Candidate&)>& visit);
+
+// The point's assignments, "strategy.tp=2" ... (cluster.gpus not included).
+std::vector<std::string> candidate_sets(const Candidate& c);
+
+}  // namespace tandem::search

@@ -1,0 +1,190 @@
+// The space of `tandem search` on the tiny GPT (4 layers, 4 heads, global batch 8) on 8 GPUs, its
+// invalid points counted by the rule the loader states, the rule text, the JSON, and bad input.
+// Every count below is derived by hand from scenarios/tiny-gpt.textproto and the loader's rules
+// (shared/strategy_rules.cc), not read from the program.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "search/point_check.h"
+#include "search/search_report.h"
+#include "search/search_run.h"
+#include "search/search_space.h"
+#include "shared/error.h"
+#include "tests/shared/json_parse.h"
+
+namespace tandem::search {
+namespace {
+
+const std::string kTiny = std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto";
+
+// Everything fixed but the layout (dp x tp x pp) and the pipeline schedule.
+const std::vector<std::string> kLayoutOnly = {
+    "strategy.sp_mode=none",           "strategy.recompute=none",           "strategy.zero_stage=0",
+    "strategy.micro_batch=1",          "software.grad_reduce_overlap=true", "software.overlap_param_gather=false",
+    "software.tp_comm_overlap=false"};
+
+const char* kHeadsRule = "strategy.tp: tp = N must divide model.heads = N (each tensor-parallel rank must get whole heads)";
+const char* kLayersRule =
+    "strategy.pp: pp*virtual_stages = N*N = N must divide model.layers = N (every stage holds the same number of layers)";
+const char* kInterleavedRule =
+    "strategy.pp_schedule: interleaved runs several model chunks on each pipeline stage and needs pp >= 2, got pp = N "
+    "(with one stage use gpipe or 1f1b and virtual_stages 1)";
+
+TEST(SearchSpace, LayoutsAndPipelinesOfEightGpus) {
+  // (tp, pp) with tp*pp | 8: tp 1 x pp {1,2,4,8}, tp 2 x {1,2,4}, tp 4 x {1,2}, tp 8 x {1}: 10.
+  // Pipelines: 1f1b and gpipe, plus interleaved v in 2..8 with pp*v dividing 4 layers:
+  // pp 1: v 2, 4; pp 2: v 2; pp 4, 8: none. Points: 4 x 4 + 3 x 3 + 2 x 2 + 1 x 2 = 31.
+  SpaceShape shape;
+  shape.gpus = 8, shape.layers = 4, shape.global_batch = 8;
+  fix_keys(shape, kLayoutOnly);
+  int points = 0, interleaved = 0;
+  for_each_candidate(shape, [&](const Candidate& c) {
+    ++points;
+    EXPECT_EQ(c.dp * c.tp * c.pp * c.sp, 8);
+    EXPECT_EQ(c.micro_batch, 0);  // fixed by the user: not set
+    if (c.schedule >= 0 && std::string(kPipelineSchedules[c.schedule].value) == "interleaved") ++interleaved;
+  });
+  EXPECT_EQ(points, 31);
+  EXPECT_EQ(interleaved, 4 * 2 + 3 * 1);
+}
+
+TEST(SearchSpace, FixedLayoutKeysRestrictTheLayouts) {
+  SpaceShape shape;
+  shape.gpus = 8, shape.layers = 4, shape.global_batch = 8;
+  std::vector<std::string> sets = kLayoutOnly;
+  sets.push_back("strategy.tp=2");
+  fix_keys(shape, sets);
+  int points = 0;
+  for_each_candidate(shape, [&](const Candidate& c) {
+    ++points;
+    EXPECT_EQ(c.tp, 2);
+  });
+  // tp 2: pp 1 (4 pipelines), pp 2 (3), pp 4 (2).
+  EXPECT_EQ(points, 9);
+  EXPECT_THROW(fix_keys(shape, {"strategy.tp=two"}), Error);
+}
+
+TEST(SearchSpace, CandidateSetsAreSetAssignments) {
+  Candidate c;
+  c.dp = 2, c.tp = 2, c.pp = 2, c.sp = 1, c.virtual_stages = 2, c.micro_batch = 4;
+  c.tp_mode = 0, c.sp_mode = 1, c.schedule = 2, c.zero = 1, c.recompute = 2;
+  c.switches[0] = 1, c.switches[1] = 0, c.switches[2] = -1;
+  const std::vector<std::string> expected = {
+      "strategy.dp=2",           "strategy.tp=2",         "strategy.pp=2",
+      "strategy.sp=1",           "strategy.tp_mode=1d",   "strategy.sp_mode=megatron",
+      "strategy.pp_schedule=interleaved", "strategy.virtual_stages=2", "strategy.zero_stage=1",
+      "strategy.recompute=full", "strategy.micro_batch=4", "software.grad_reduce_overlap=true",
+      "software.overlap_param_gather=false"};
+  EXPECT_EQ(candidate_sets(c), expected);
+}
+
+TEST(RuleOf, DropsOriginsAndValues) {
+  EXPECT_EQ(rule_of("--set strategy.tp=8 (over s.textproto): strategy.tp: tp = 8 must divide model.heads = 4 "
+                    "(s.textproto:13)"),
+            "strategy.tp: tp = N must divide model.heads = N");
+  EXPECT_EQ(rule_of("a.textproto:3: strategy.pp_schedule: interleaved needs pp >= 2, got pp = 1 (--set "
+                    "strategy.pp=1 (over a.textproto))"),
+            "strategy.pp_schedule: interleaved needs pp >= 2, got pp = N");
+}
+
+TEST(Search, InvalidPointsByRule) {
+  SearchOptions o;
+  o.gpus = 8;
+  o.top = 2;
+  o.simulate = false;
+  const SearchResult r = run_search(kTiny, kLayoutOnly, o);
+  // Of the 31 points (above): tp 8 does not divide 4 heads: its 4 points. pp 8 (tp 1) holds 8
+  // stages of 4 layers: its 1f1b and gpipe points. Interleaved with pp 1 (tp 1, 2, 4; v 2 and 4):
+  // 6 points. global_batch 8 is a multiple of dp * 1 for every dp of 8 GPUs, and the interleaved
+  // points with pp 2 have 8/dp micro-batches (dp 4, 2, 1: 2, 4, 8), multiples of pp.
+  EXPECT_EQ(r.points, 31u);
+  ASSERT_EQ(r.invalid.size(), 3u);
+  EXPECT_EQ(r.invalid.at(kHeadsRule).count, 4u);
+  EXPECT_EQ(r.invalid.at(kLayersRule).count, 2u);
+  EXPECT_EQ(r.invalid.at(kInterleavedRule).count, 6u);
+  EXPECT_EQ(r.valid, 31u - 12u);
+  EXPECT_EQ(r.gpus, 8);
+  uint64_t pruned = 0;
+  for (const auto& [rule, n] : r.pruned) pruned += n;
+  // Every valid point is kept, pruned by a rule, or out of memory: none is lost.
+  EXPECT_EQ(r.best.size() + pruned + r.out_of_memory, r.valid);
+  EXPECT_EQ(r.best.size(), 2u);
+  EXPECT_LE(r.best[0].estimate.iteration_s, r.best[1].estimate.iteration_s);
+}
+
+TEST(Search, JsonFields) {
+  SearchOptions o;
+  o.gpus = 8;
+  o.top = 2;
+  o.jobs = 2;
+  const SearchResult r = run_search(kTiny, kLayoutOnly, o);
+  const testing::JsonValue j = testing::parse_json(search_json(r));
+  EXPECT_EQ(j.at("format").string, "tandem-search-1");
+  EXPECT_EQ(j.at("points").number, 31);
+  EXPECT_EQ(j.at("valid").number, 19);
+  EXPECT_EQ(j.at("invalid").at(kHeadsRule).number, 4);
+  EXPECT_EQ(j.at("invalid").at(kLayersRule).number, 2);
+  EXPECT_EQ(j.at("invalid").at(kInterleavedRule).number, 6);
+  EXPECT_EQ(j.at("pruned").kind, testing::JsonValue::kObject);
+  const auto& results = j.at("results").items;
+  ASSERT_EQ(results.size(), 2u);
+  double previous = 0;
+  for (const testing::JsonValue& p : results) {
+    EXPECT_EQ(p.at("status").string, "ok");
+    const auto& sets = p.at("sets").items;
+    ASSERT_FALSE(sets.empty());
+    EXPECT_EQ(sets[0].string.rfind("strategy.dp=", 0), 0u);
+    const double t = p.at("iteration_time_s").number;
+    EXPECT_GT(t, 0);
+    EXPECT_GE(t, previous);  // best first
+    previous = t;
+    EXPECT_GT(p.at("peak_memory_bytes").number, 0);
+    // tokens/s = global batch x sequence / iteration time = 8 x 32 / t.
+    EXPECT_NEAR(p.at("tokens_per_s").number, 8.0 * 32.0 / t, 1e-6 * 8.0 * 32.0 / t);
+    EXPECT_EQ(p.at("iteration_time_interval_s").items.size(), 2u);
+  }
+}
+
+TEST(Search, NoValidStrategyIsBadInput) {
+  // 7 GPUs, everything else fixed (1f1b, micro_batch 1): tp 1 x pp 1 (dp 7: 8 is no multiple of
+  // 7), tp 1 x pp 7 (7 stages of 4 layers), tp 7 (4 heads): 3 points, none valid.
+  std::vector<std::string> sets = kLayoutOnly;
+  sets.push_back("strategy.pp_schedule=1f1b");
+  sets.push_back("strategy.virtual_stages=1");
+  SearchOptions o;
+  o.gpus = 7;
+  o.simulate = false;
+  try {
+    run_search(kTiny, sets, o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("no valid strategy for 7 GPUs: the loader refuses all 3 points"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Search, FitsNowhereIsBadInput) {
+  // 1 MiB of HBM (cluster.hbm_gib = 1/1024): the tiny GPT's fp32 parameters alone are
+  // 4 x 12 x 64^2 + 256 x 64 = 212,992 elements = 832 KiB, with gradients and Adam's two moments
+  // (4 x 832 KiB) over 1 MiB on its one GPU.
+  std::vector<std::string> sets = kLayoutOnly;
+  sets.push_back("cluster.hbm_gib=0.0009765625");
+  SearchOptions o;
+  o.gpus = 1;
+  o.simulate = false;
+  try {
+    run_search(kTiny, sets, o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("the model fits nowhere on 1 GPUs"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("GiB of HBM"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tandem::search
