@@ -133,6 +133,23 @@ StrategySpec Resolver::strategy(const ModelSpec& model, const ClusterSpec& clust
         " (Megatron pads the vocabulary to a multiple of 128*tp; give the padded size, e.g. " +
             num((model.vocab + 128 * side - 1) / (128 * side) * 128 * side) + ")");
 
+  if (spec.tp_mode == TpMode::k2d && side > 1) {
+    // 2D (shared/tp2d_groups.h): the grid rows split each micro-batch, the columns the features.
+    if (spec.micro_batch % side != 0) {
+      fail("strategy.micro_batch", "tp_mode 2d splits each micro-batch over the q = " + num(side) +
+                                       " grid rows: micro_batch = " + num(spec.micro_batch) + " must be a multiple of q" +
+                                       see("strategy.tp"));
+    }
+    if (model.norm != Norm::kLayerNorm) {
+      fail("model.norm", "tp_mode 2d is generated with layernorm only (its split row statistics), not rmsnorm" +
+                             see("strategy.tp_mode"));
+    }
+    if (spec.sp_mode == SpMode::kRing || spec.sp_mode == SpMode::kUlysses) {
+      fail("strategy.sp_mode", std::string("tp_mode 2d is not generated with sp_mode ") + to_string(spec.sp_mode) +
+                                   see("strategy.tp_mode"));
+    }
+  }
+
   // Pipeline.
   const int64_t chunks = int64_t{spec.pp} * spec.virtual_stages;
   if (model.layers % chunks != 0) {
