@@ -7,12 +7,13 @@
 namespace tandem {
 
 // Tokens and targets of one micro-batch (the samples a data-parallel rank takes, in order; under
-// 2D tensor parallelism the rank's batch block i of them).
+// 2D tensor parallelism the rank's batch block i of them, under 2.5D block k*q + i).
 std::pair<BufferId, BufferId> load_batch(StepState& st, int mb) {
   const StepDims& d = st.dims;
   BufferId tokens = st.allocate("tokens", -1, mb, d.n, DType::kInt32);
   BufferId targets = st.allocate("targets", -1, mb, d.n, DType::kInt32);
-  const int64_t sample0 = ((int64_t(st.coord.dp) * st.micro_batches + mb) * d.tp2d_q + d.tp2d_i) * d.batch;
+  const int64_t blocks = int64_t(d.tp2d_q) * d.tp2d_d, block = int64_t(d.tp2d_k) * d.tp2d_q + d.tp2d_i;
+  const int64_t sample0 = ((int64_t(st.coord.dp) * st.micro_batches + mb) * blocks + block) * d.batch;
   st.kernel(Kernel::kData, Phase::kForward, -1, mb, {sample0, d.batch, d.seq}, {}, {tokens, targets}, 0,
             DType::kInt32);
   return {tokens, targets};

@@ -30,10 +30,11 @@ StepDims make_dims(const Scenario& sc, int tp_index) {
   d.dtype = d.fp8 ? DType::kBf16 : s.dtype;
   d.dropout = m.dropout > 0;
   d.flash = s.flash_attention;
-  if (s.tp_mode == TpMode::k2d) {
+  if ((s.tp_mode == TpMode::k2d || s.tp_mode == TpMode::k2p5d) && tp2d_side(sc) > 1) {
     const Tp2dCoord c = tp2d_coord(sc, tp_index);
     d.tp2d_q = c.q, d.tp2d_i = c.i, d.tp2d_j = c.j;
-    d.batch = s.micro_batch / c.q;
+    d.tp2d_d = c.d, d.tp2d_k = c.k;
+    d.batch = s.micro_batch / (c.q * c.d);
     d.n = d.n_local = d.batch * m.seq_len;
     d.hidden = m.hidden / c.q;
     d.heads = m.heads / c.q;

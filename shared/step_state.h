@@ -39,6 +39,7 @@ struct StepDims {
   // n, batch are then the rank's batch block (micro_batch / q samples), hidden, heads, ffn the
   // feature block (/ q); vocab the whole vocabulary (the head's loss is not split, shared/tp2d.h).
   int tp2d_q = 1, tp2d_i = 0, tp2d_j = 0;
+  int tp2d_d = 1, tp2d_k = 0;  // tp_mode 2.5d: depth and depth layer (the batch is split d*q ways)
 
   // The element type of a GEMM of `layer` (-1: embedding or head): under fp8 a layer's forward
   // GEMMs take e4m3 operands and its backward GEMMs an e5m2 gradient (the hybrid recipe); the

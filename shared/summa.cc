@@ -18,7 +18,7 @@ GroupId tp2d_row_group(const StepState& st) { return Tp2dGroups(st.scenario, st.
 GroupId tp2d_column_group(const StepState& st) { return Tp2dGroups(st.scenario, st.grid).column(st.coord); }
 
 void tp2d_collective(StepState& st, CollectiveOp op, GroupId group, int root, BufferId in, BufferId out,
-                     int64_t bytes, Phase ph, int layer, int mb, DType dtype) {
+                     int64_t bytes, Phase ph, int layer, int mb, DType dtype, Stream stream) {
   Collective c;
   c.op = op;
   c.group = group;
@@ -29,7 +29,7 @@ void tp2d_collective(StepState& st, CollectiveOp op, GroupId group, int root, Bu
   c.layer = layer;
   c.microbatch = mb;
   c.buffers = {in, out};
-  st.program.collective(std::move(c), Stream::kComm);
+  st.program.collective(std::move(c), stream);
 }
 
 namespace {

@@ -31,15 +31,18 @@
 
 namespace tandem {
 
-// Whether the rank's program uses the 2D path (tp_mode 2d with q > 1).
+// Whether the rank's program uses the 2D path (tp_mode 2d with q > 1, or 2.5d: SUMMA inside each
+// depth layer, shared/tp2d_groups.h).
 inline bool tp2d(const StepState& st) { return st.dims.tp2d_q > 1; }
 
 // The row and column groups of this rank.
 GroupId tp2d_row_group(const StepState& st);
 GroupId tp2d_column_group(const StepState& st);
-// A collective over a 2D group on the tensor stream; root is the index within the group.
+// A collective over a 2D group (on the tensor stream unless told); root is the index within the
+// group. The depth groups of 2.5D go on the gradient stream (their weight-gradient all-reduces
+// overlap the backward), and a group's collectives all on one stream.
 void tp2d_collective(StepState& st, CollectiveOp op, GroupId group, int root, BufferId in, BufferId out,
-                     int64_t bytes, Phase ph, int layer, int mb, DType dtype);
+                     int64_t bytes, Phase ph, int layer, int mb, DType dtype, Stream stream = Stream::kComm);
 
 // summa.cc. Y [rows, out] = X [rows, in] W^T, all local blocks (W's block is [out, in]).
 void summa_forward(StepState& st, Phase ph, int layer, int mb, BufferId x, BufferId w, BufferId y, int64_t rows,
@@ -63,7 +66,8 @@ BufferId tp2d_embedding_forward(StepState& st, int unit, int chunk, int mb);
 void tp2d_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx);
 void tp2d_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x);
 BufferId tp2d_head_backward(StepState& st, int unit, int chunk, int mb);
-// All-reduce over the column group of the gradients of the norms of bucket k's units.
+// All-reduce over the column group of the gradients of the norms of bucket k's units; under 2.5D
+// first the whole bucket's gradient over the depth group.
 void tp2d_reduce_replicated_grads(StepState& st, int k);
 
 }  // namespace tandem

@@ -1,4 +1,4 @@
-// Embedding, head and loss under 2D tensor parallelism (shared/tp2d.h for the layout and how it
+// Embedding, head and loss under 2D (and 2.5D) tensor parallelism (shared/tp2d.h for the layout and how it
 // differs from Colossal-AI's Embedding2D / Classifier2D). The table (embedding, or untied head)
 // is held as vocabulary block i, feature block j: [vocab/q, h/q].
 //  - embedding: all-gather the table over the column group into its feature block j [vocab, h/q],
@@ -8,7 +8,8 @@
 //  - head: the final layer norm (statistics over the row group); partial logits
 //    [n, vocab] = yf[i, j] table[:, j]^T, all-reduced over the row group; the cross-entropy on
 //    every rank of the row (no vocabulary split: the row holds the same logits); the micro-batch's
-//    loss all-reduced over the column group, so that every rank holds the sum over batch blocks.
+//    loss all-reduced over the column group (and, under 2.5D, the depth group), so that every rank
+//    holds the sum over batch blocks.
 //    Backward: dyf = dlogits table[:, j] locally, the table gradient as for the embedding.
 #include "shared/tp2d.h"
 
@@ -98,6 +99,9 @@ void tp2d_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x) {
   st.release(target);
   tp2d_collective(st, CollectiveOp::kAllReduce, tp2d_column_group(st), -1, loss, loss, 4, Phase::kForward, -1, mb,
                   DType::kFp32);
+  if (d.tp2d_d > 1)  // 2.5D: the other depth layers' batch blocks
+    tp2d_collective(st, CollectiveOp::kAllReduce, Tp2dGroups(st.scenario, st.grid).depth(st.coord), -1, loss, loss, 4,
+                    Phase::kForward, -1, mb, DType::kFp32, Stream::kGradComm);
   st.kernel(Kernel::kAccumulate, Phase::kForward, -1, mb, {1}, {loss}, {st.loss()}, 0, DType::kFp32);
   st.release(loss);
   st.keep_head(chunk, mb, h);
@@ -129,6 +133,14 @@ BufferId tp2d_head_backward(StepState& st, int unit, int chunk, int mb) {
 }
 
 void tp2d_reduce_replicated_grads(StepState& st, int k) {
+  // 2.5D: every weight is held alike in the d depth layers, which saw other batch blocks
+  // (Tesseract's all-reduce of the weight gradients over the depth group), on the gradient stream.
+  if (st.dims.tp2d_d > 1) {
+    const BufferId grad = st.bucket(k).grad;
+    const Buffer& b = st.program.buffer_at(grad);
+    tp2d_collective(st, CollectiveOp::kAllReduce, Tp2dGroups(st.scenario, st.grid).depth(st.coord), -1, grad, grad,
+                    b.bytes, Phase::kBackward, -1, -1, b.dtype, Stream::kGradComm);
+  }
   for (int u : st.layout.buckets[k].units) {
     const BufferId norm = st.grads(u).norm;
     if (norm == kNoId) continue;

@@ -8,8 +8,15 @@
 // q x q blocks: rank (i, j) holds out block j and in block i, so that SUMMA's step k broadcasts
 // the activation block of column k along each row and the weight block of row k along each column.
 //
+// 2.5D (Tesseract, Wang et al. 2021, arXiv 2105.14500; Colossal-AI parallel_2p5d): tp = d*q*q,
+// d = strategy.tp_depth. Tensor index t = k*q*q + i*q + j: d depth layers, each a q x q grid as
+// above; the batch is split over the d*q rows of all layers (layer k, row i: batch block k*q + i);
+// the weights are the same blocks in every layer, so their gradients are summed over the depth
+// group {t' + k*q*q} (k = 0..d-1) of each grid position t'.
+//
 // Group ids follow make_process_groups' (shared/process_groups.h): after them, for every tensor
-// group in id order, its q row groups (ProcessGroup::axis 1) then its q column groups (axis 2).
+// group in id order, for each depth layer its q row groups (ProcessGroup::axis 1) then its q
+// column groups (axis 2); then, with d > 1, the q*q depth groups (axis 3).
 #pragma once
 
 #include <vector>
@@ -19,18 +26,22 @@
 
 namespace tandem {
 
-inline constexpr uint8_t kTpRowAxis = 1, kTpColumnAxis = 2;
+inline constexpr uint8_t kTpRowAxis = 1, kTpColumnAxis = 2, kTpDepthAxis = 3;
 
-// q of tp_mode 2d, 1 for every other mode.
+// q of tp_mode 2d and 2.5d, 1 for every other mode.
 int tp2d_side(const Scenario& scenario);
+// d of tp_mode 2.5d, 1 for every other mode.
+int tp2d_depth(const Scenario& scenario);
 
 struct Tp2dCoord {
   int q = 1, i = 0, j = 0;  // side, row, column
+  int d = 1, k = 0;         // depth and depth layer (2.5d)
 };
 Tp2dCoord tp2d_coord(const Scenario& scenario, int tp_index);
 
-// Appends the row and column groups of tp_mode 2d with q > 1 (nothing otherwise: with q = 1 the
-// 2d mode is the 1d mode with tp = 1).
+// Appends the row, column (and depth) groups of tp_mode 2d or 2.5d with q > 1 (nothing
+// otherwise: with q = 1 the 2d mode is the 1d mode with tp = 1; the validator refuses 2.5d with
+// q = 1).
 void append_tp2d_groups(const Scenario& scenario, const RankGrid& grid, std::vector<ProcessGroup>& groups);
 
 class Tp2dGroups {
@@ -38,10 +49,12 @@ class Tp2dGroups {
   Tp2dGroups(const Scenario& scenario, const RankGrid& grid);
   GroupId row(RankCoord c) const;     // kNoId unless tp_mode 2d, q > 1
   GroupId column(RankCoord c) const;  // kNoId unless tp_mode 2d, q > 1
+  GroupId depth(RankCoord c) const;   // kNoId unless tp_mode 2.5d, d > 1
 
  private:
+  GroupId grid_base(RankCoord c) const;
   const RankGrid* grid_;
-  int q_;
+  int q_, d_;
   GroupId base_;
 };
 

@@ -68,6 +68,9 @@ const Strategy kStrategies[] = {
     {"tp2d_q2_dp2_zero1", "-n 8 --set strategy.tp=4 --set strategy.tp_mode=2d --set strategy.zero_stage=1"},
     {"tp2d_q2_pp2", "-n 8 --set strategy.tp=4 --set strategy.tp_mode=2d --set strategy.pp=2"},
     {"tp2d_q2_selective", "-n 4 --set strategy.tp=4 --set strategy.tp_mode=2d --set strategy.recompute=selective"},
+    // 2.5D (Tesseract): two depth layers of 2 x 2, each micro-batch of 4 split over the 4 rows.
+    {"tp2p5d_q2_d2", "-n 8 --set strategy.tp=8 --set strategy.tp_mode=2.5d --set strategy.tp_depth=2 "
+                     "--set strategy.micro_batch=4"},
 };
 
 void PrintTo(const Strategy& s, std::ostream* os) { *os << s.name; }

@@ -35,6 +35,20 @@ TEST(Tp2dGroups, RowsAndColumnsOfEachGridAsColossalAiFormsThem) {
   EXPECT_EQ(s.group(s.group_of(6, GroupKind::kTp, 2)).ranks, (std::vector<int>{4, 6}));
 }
 
+TEST(Tp2dGroups, TwoAndAHalfDLayersAndTheirDepthGroups) {
+  // tp 8 = d 2 x q 2 x q 2 (Tesseract): t = k*q*q + i*q + j. Layer k = 0 is ranks 0-3, k = 1
+  // ranks 4-7, each a 2 x 2 grid as in 2D; the depth group of grid position t' is {t', t' + 4}.
+  Schedule s(testing::tiny({"cluster.gpus=8", "strategy.tp=8", "strategy.tp_mode=2.5d", "strategy.tp_depth=2",
+                            "strategy.micro_batch=4"}));
+  std::map<int, std::vector<std::vector<int>>> by_axis;
+  for (const ProcessGroup& g : s.groups())
+    if (g.kind == GroupKind::kTp) by_axis[g.axis].push_back(g.ranks);
+  EXPECT_EQ(by_axis[1], (std::vector<std::vector<int>>{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
+  EXPECT_EQ(by_axis[2], (std::vector<std::vector<int>>{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+  EXPECT_EQ(by_axis[3], (std::vector<std::vector<int>>{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  EXPECT_EQ(s.group(s.group_of(6, GroupKind::kTp, 3)).ranks, (std::vector<int>{2, 6}));
+}
+
 std::string rejection(const std::vector<std::string>& sets) {
   try {
     Schedule s(testing::tiny(sets));
@@ -49,7 +63,7 @@ TEST(Tp2dRules, GridsThatDoNotDivideAreRejectedNamingFieldAndRule) {
   // q = 2 must divide micro_batch (the grid rows split it), heads, hidden, ffn and vocab.
   std::string m = rejection(with(kQ2, {"strategy.micro_batch=1", "strategy.global_batch=4"}));
   EXPECT_NE(m.find("strategy.micro_batch"), std::string::npos) << m;
-  EXPECT_NE(m.find("multiple of q"), std::string::npos) << m;
+  EXPECT_NE(m.find("must be a multiple of 2"), std::string::npos) << m;
   m = rejection(with(kQ2, {"model.heads=1"}));
   EXPECT_NE(m.find("model.heads"), std::string::npos) << m;
   m = rejection(with(kQ2, {"model.vocab=255"}));
@@ -62,6 +76,12 @@ TEST(Tp2dRules, GridsThatDoNotDivideAreRejectedNamingFieldAndRule) {
   EXPECT_NE(m.find("model.norm"), std::string::npos) << m;
   m = rejection(with(kQ2, {"strategy.sp_mode=megatron"}));
   EXPECT_NE(m.find("strategy.sp_mode"), std::string::npos) << m;
+  // 2.5D: the d*q rows of all depth layers split the micro-batch; q must be at least 2.
+  m = rejection({"cluster.gpus=8", "strategy.tp=8", "strategy.tp_mode=2.5d", "strategy.tp_depth=2"});
+  EXPECT_NE(m.find("strategy.micro_batch"), std::string::npos) << m;
+  EXPECT_NE(m.find("must be a multiple of 4"), std::string::npos) << m;
+  m = rejection({"cluster.gpus=2", "strategy.tp=2", "strategy.tp_mode=2.5d", "strategy.tp_depth=2"});
+  EXPECT_NE(m.find("q >= 2"), std::string::npos) << m;
 }
 
 struct Case {
@@ -90,6 +110,11 @@ const Case kCases[] = {
     {"q2_dropout_selective_bf16", with(kQ2, {"model.dropout=0.1", "strategy.recompute=selective",
                                              "strategy.dtype=bf16"})},
     {"q2_full_recompute_fp16", with(kQ2, {"strategy.recompute=full", "strategy.dtype=fp16"})},
+    {"p5d_d2", {"cluster.gpus=8", "strategy.tp=8", "strategy.tp_mode=2.5d", "strategy.tp_depth=2",
+                "strategy.micro_batch=4"}},
+    {"p5d_d2_dp2_zero2_pp2",
+     {"cluster.gpus=32", "strategy.tp=8", "strategy.tp_mode=2.5d", "strategy.tp_depth=2", "strategy.micro_batch=4",
+      "strategy.global_batch=16", "strategy.pp=2", "strategy.zero_stage=2", "strategy.bucket_mb=0.1"}},
     {"q3", {"cluster.gpus=9", "strategy.tp=9", "strategy.tp_mode=2d", "model.hidden=96", "model.heads=6",
             "model.vocab=255", "strategy.micro_batch=3", "strategy.global_batch=12"}},
 };
@@ -129,6 +154,25 @@ TEST(Tp2dTraffic, ALayerMovesTheSummaClosedForm) {
     EXPECT_EQ((t[{Phase::kForward, CollectiveOp::kAllReduce}]), 512) << rank;
     EXPECT_EQ((t[{Phase::kBackward, CollectiveOp::kAllReduce}]), 512) << rank;
     EXPECT_EQ((t[{Phase::kForward, CollectiveOp::kReduce}]), 0) << rank;
+  }
+}
+
+TEST(Tp2dTraffic, ATesseractLayerRunsSummaOnItsBatchBlock) {
+  // 2.5D (Tesseract, Wang et al. 2021, arXiv 2105.14500): SUMMA inside each depth layer on a
+  // batch block of b / (d q) samples, so the X blocks shrink by d and the W blocks do not:
+  // (7 b s h / d + 12 h^2) / q per rank and micro-batch. b 4, s 32, h 64, q 2, d 2, fp32:
+  //   (7*4*32*64/2 + 12*64*64) / 2 = (28672 + 49152) / 2 = 38912 elements = 155648 bytes,
+  // and the layer norms' all-reduces of b s / (d q) = 32 rows: 512 bytes each way. The weight
+  // gradients' all-reduce over the depth group is per bucket, after the backward (not in a layer).
+  Schedule s(testing::tiny({"cluster.gpus=8", "strategy.tp=8", "strategy.tp_mode=2.5d", "strategy.tp_depth=2",
+                            "strategy.micro_batch=4"}));
+  for (int rank : {0, 5}) {
+    auto t = layer_traffic(s, rank);
+    EXPECT_EQ((t[{Phase::kForward, CollectiveOp::kBroadcast}]), 155648) << rank;
+    EXPECT_EQ((t[{Phase::kBackward, CollectiveOp::kBroadcast}]), 155648) << rank;
+    EXPECT_EQ((t[{Phase::kBackward, CollectiveOp::kReduce}]), 155648) << rank;
+    EXPECT_EQ((t[{Phase::kForward, CollectiveOp::kAllReduce}]), 512) << rank;
+    EXPECT_EQ((t[{Phase::kBackward, CollectiveOp::kAllReduce}]), 512) << rank;
   }
 }
 
