@@ -15,6 +15,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/layer_norm.h"
 #include "kernels/cpu/rms_norm.h"
+#include "kernels/cpu/split_layer_norm.h"
 #include "kernels/cpu/swiglu.h"
 #include "shared/error.h"
 #include "shared/kernel_signature.h"
@@ -209,6 +210,24 @@ Pending HostDriver::compute(const TaskRef&, const Compute& c, const std::vector<
       if (out[3] != out[0]) std::memcpy(out[3], out[0], size_t(n) * 4);  // fp32: the parameter is the master
       break;
     }
+    case Kernel::kLayerNormPartialMean:
+      cpu::layer_norm_partial_mean(F(in[0]), d[0], d[1], d[2], F(out[0]));
+      break;
+    case Kernel::kLayerNormPartialVar:
+      cpu::layer_norm_partial_var(F(in[0]), F(in[1]), d[0], d[1], d[2], F(out[0]));
+      break;
+    case Kernel::kLayerNormApply:
+      cpu::layer_norm_apply(F(in[0]), F(in[1]), F(in[2]), F(in[3]), F(in[4]), d[0], d[1], o.norm_eps, F(out[0]),
+                            F(out[1]));
+      break;
+    case Kernel::kLayerNormBwdPartialSums:
+      cpu::layer_norm_bwd_partial_sums(F(in[0]), F(in[1]), F(in[2]), F(in[3]), F(in[4]), d[0], d[1], d[2],
+                                       F(out[0]));
+      break;
+    case Kernel::kLayerNormBwdApply:
+      cpu::layer_norm_bwd_apply(F(in[0]), F(in[1]), F(in[2]), F(in[3]), F(in[4]), F(in[5]), d[0], d[1], F(out[0]),
+                                F(out[1]), F(out[2]));
+      break;
   }
   return kFinished;
 }

@@ -21,6 +21,7 @@
 // weights that go with them are in the Adam task's bytes (shared/optimizer_bytes.h).
 #include "shared/optimizer_bytes.h"
 #include "shared/step_state.h"
+#include "shared/tp2d.h"
 
 namespace tandem {
 namespace {
@@ -232,6 +233,8 @@ void sync_bucket(StepState& st, int k, int mb) {
       if (st.grads(u).norm != kNoId)
         st.tp_collective(CollectiveOp::kAllReduce, st.grads(u).norm, st.grads(u).norm, st.program.buffer_at(st.grads(u).norm).bytes,
                          Phase::kBackward, st.layout.units[u].layer, -1, ReduceOp::kSum, gt);
+  // 2D tensor parallelism: the norms' feature block is held alike down each column group.
+  if (tp2d(st)) tp2d_reduce_replicated_grads(st, k);
   // Tied embeddings across pipeline stages: the first stage's table and the last stage's copy
   // must see the same gradient.
   const GroupId emb = st.groups.embedding(st.coord);

@@ -42,6 +42,11 @@ constexpr KernelArity arity(Kernel k) {
     case Kernel::kCrossEntropyLoss: return {3, 1};
     case Kernel::kCrossEntropyBwd: return {4, 1};
     case Kernel::kAdam: return {1, 4};  // in {grad}, out {master, m, v, param}
+    case Kernel::kLayerNormPartialMean: return {1, 1};
+    case Kernel::kLayerNormPartialVar: return {2, 1};
+    case Kernel::kLayerNormApply: return {5, 2};
+    case Kernel::kLayerNormBwdPartialSums: return {5, 1};
+    case Kernel::kLayerNormBwdApply: return {6, 3};
   }
   return {};
 }

@@ -11,9 +11,9 @@
 // attention core (probabilities, dropout) and recomputes it before the attention backward; full
 // recompute keeps x alone and re-runs the whole forward first (Phase::kRecompute).
 #include "shared/step_state.h"
+#include "shared/tp2d.h"
 
 namespace tandem {
-namespace {
 
 bool keeps_core(const StepState& st) { return !st.dims.flash; }
 
@@ -62,6 +62,8 @@ BufferId residual(StepState& st, Phase ph, int l, int mb, BufferId branch, Buffe
   st.release(in);
   return out;
 }
+
+namespace {
 
 // Column-parallel linear on the layer's sequence shard x: *y [n, out_cols] = gather(x) W^T.
 void column_parallel_fwd(StepState& st, Phase ph, int l, int mb, BufferId x, BufferId w, const char* gathered,
@@ -119,6 +121,7 @@ BufferId row_parallel_backward(StepState& st, int l, int mb, BufferId dy, Buffer
 }  // namespace
 
 void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferId* out) {
+  if (tp2d(st)) return tp2d_layer_forward(st, unit, a, ph, out);
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
   const int l = a.layer, mb = a.mb;
@@ -159,6 +162,7 @@ void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferI
 }
 
 BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dout) {
+  if (tp2d(st)) return tp2d_layer_backward(st, unit, a, dout);
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
   const UnitViews& g = st.grads(unit);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "shared/tp2d_groups.h"
+
 namespace tandem {
 namespace {
 
@@ -21,34 +23,59 @@ void add(ParamUnit& u, std::string name, GlobalSlice s) {
   u.tensors.push_back(std::move(t));
 }
 
-void add_norm(ParamUnit& u, const ModelSpec& m, const std::string& prefix) {
-  add(u, prefix + ".weight", full(1, m.hidden));
-  if (m.norm == Norm::kLayerNorm) add(u, prefix + ".bias", full(1, m.hidden));
+// How one rank's share of each tensor is cut: 1D (Megatron) splits column-parallel weights by
+// output rows and row-parallel ones by input columns over tp ranks, the vocabulary by rows, and
+// replicates the norms; 2D (shared/tp2d_groups.h) gives rank (i, j) of the q x q grid out block j
+// and in block i of every weight, the feature block j of the norms, and vocabulary block i,
+// feature block j of the embedding and head tables.
+struct Split {
+  int tp = 1, ti = 0;  // 1D
+  Tp2dCoord g;         // 2D when g.q > 1
+  bool two_d() const { return g.q > 1; }
+  GlobalSlice weight(int64_t out, int64_t in) const {
+    return {out, in, out / g.q * g.j, in / g.q * g.i, out / g.q, in / g.q};
+  }
+  GlobalSlice column_parallel(int64_t out, int64_t in) const {
+    return two_d() ? weight(out, in) : row_shard(out, in, tp, ti);
+  }
+  GlobalSlice row_parallel(int64_t out, int64_t in) const {
+    return two_d() ? weight(out, in) : col_shard(out, in, tp, ti);
+  }
+  GlobalSlice norm(int64_t h) const { return two_d() ? col_shard(1, h, g.q, g.j) : full(1, h); }
+  GlobalSlice table(int64_t vocab, int64_t h) const {
+    if (!two_d()) return row_shard(vocab, h, tp, ti);
+    return {vocab, h, vocab / g.q * g.i, h / g.q * g.j, vocab / g.q, h / g.q};
+  }
+};
+
+void add_norm(ParamUnit& u, const ModelSpec& m, const std::string& prefix, const Split& sp) {
+  add(u, prefix + ".weight", sp.norm(m.hidden));
+  if (m.norm == Norm::kLayerNorm) add(u, prefix + ".bias", sp.norm(m.hidden));
   u.norm_elements = u.elements;
 }
 
-ParamUnit layer_unit(const ModelSpec& m, int layer, int chunk, int tp, int ti) {
+ParamUnit layer_unit(const ModelSpec& m, int layer, int chunk, const Split& sp) {
   ParamUnit u;
   u.kind = ParamUnit::Kind::kLayer;
   u.layer = layer;
   u.chunk = chunk;
   const std::string p = "layer" + std::to_string(layer);
   const int64_t h = m.hidden, d = m.head_dim();
-  add_norm(u, m, p + ".ln1");
-  add(u, p + ".ln2.weight", full(1, h));
-  if (m.norm == Norm::kLayerNorm) add(u, p + ".ln2.bias", full(1, h));
+  add_norm(u, m, p + ".ln1", sp);
+  add(u, p + ".ln2.weight", sp.norm(h));
+  if (m.norm == Norm::kLayerNorm) add(u, p + ".ln2.bias", sp.norm(h));
   u.norm_elements = u.elements;
-  add(u, p + ".attn.q.weight", row_shard(m.heads * d, h, tp, ti));
-  add(u, p + ".attn.k.weight", row_shard(m.kv_heads * d, h, tp, ti));
-  add(u, p + ".attn.v.weight", row_shard(m.kv_heads * d, h, tp, ti));
-  add(u, p + ".attn.o.weight", col_shard(h, m.heads * d, tp, ti));
+  add(u, p + ".attn.q.weight", sp.column_parallel(m.heads * d, h));
+  add(u, p + ".attn.k.weight", sp.column_parallel(m.kv_heads * d, h));
+  add(u, p + ".attn.v.weight", sp.column_parallel(m.kv_heads * d, h));
+  add(u, p + ".attn.o.weight", sp.row_parallel(h, m.heads * d));
   if (m.activation == Activation::kSwiglu) {
-    add(u, p + ".mlp.gate.weight", row_shard(m.ffn_hidden, h, tp, ti));
-    add(u, p + ".mlp.up.weight", row_shard(m.ffn_hidden, h, tp, ti));
+    add(u, p + ".mlp.gate.weight", sp.column_parallel(m.ffn_hidden, h));
+    add(u, p + ".mlp.up.weight", sp.column_parallel(m.ffn_hidden, h));
   } else {
-    add(u, p + ".mlp.fc1.weight", row_shard(m.ffn_hidden, h, tp, ti));
+    add(u, p + ".mlp.fc1.weight", sp.column_parallel(m.ffn_hidden, h));
   }
-  add(u, p + ".mlp.fc2.weight", col_shard(h, m.ffn_hidden, tp, ti));
+  add(u, p + ".mlp.fc2.weight", sp.row_parallel(h, m.ffn_hidden));
   return u;
 }
 
@@ -63,7 +90,11 @@ int64_t ParamLayout::elements() const {
 ParamLayout make_param_layout(const Scenario& sc, int stage, int ti) {
   const ModelSpec& m = sc.model;
   const StrategySpec& st = sc.strategy;
-  const int p = st.pp, v = st.virtual_stages, tp = st.tp;
+  const int p = st.pp, v = st.virtual_stages;
+  Split sp;
+  sp.tp = st.tp;
+  sp.ti = ti;
+  sp.g = tp2d_coord(sc, ti);
   const int per_chunk = m.layers / (p * v);
   ParamLayout lay;
   for (int c = 0; c < v; ++c) {
@@ -72,18 +103,18 @@ ParamLayout make_param_layout(const Scenario& sc, int stage, int ti) {
       ParamUnit u;
       u.kind = ParamUnit::Kind::kEmbedding;
       u.chunk = c;
-      add(u, "embedding.weight", row_shard(m.vocab, m.hidden, tp, ti));
+      add(u, "embedding.weight", sp.table(m.vocab, m.hidden));
       u.tied_copy = m.tied_embeddings && p > 1;
       lay.units.push_back(std::move(u));
     }
-    for (int l = vs * per_chunk; l < (vs + 1) * per_chunk; ++l) lay.units.push_back(layer_unit(m, l, c, tp, ti));
+    for (int l = vs * per_chunk; l < (vs + 1) * per_chunk; ++l) lay.units.push_back(layer_unit(m, l, c, sp));
     if (vs == p * v - 1) {
       ParamUnit u;
       u.kind = ParamUnit::Kind::kHead;
       u.chunk = c;
-      add_norm(u, m, "final_norm");
-      if (!m.tied_embeddings) add(u, "lm_head.weight", row_shard(m.vocab, m.hidden, tp, ti));
-      else if (p > 1) add(u, "embedding.weight", row_shard(m.vocab, m.hidden, tp, ti)), u.tied_copy = true;
+      add_norm(u, m, "final_norm", sp);
+      if (!m.tied_embeddings) add(u, "lm_head.weight", sp.table(m.vocab, m.hidden));
+      else if (p > 1) add(u, "embedding.weight", sp.table(m.vocab, m.hidden)), u.tied_copy = true;
       else u.shares_embedding = true;
       lay.units.push_back(std::move(u));
     }

@@ -4,7 +4,9 @@
 // chunk, plus the word embedding on the first virtual stage and the final norm and output head on
 // the last one. Tensors are stored [out_features, in_features]; 1D tensor parallelism (Megatron)
 // splits Q, K, V, fc1 (gate and up for SwiGLU) and the vocabulary by rows, o and fc2 by columns,
-// and replicates the norms. With tied embeddings the head reuses the embedding table; across
+// and replicates the norms; 2D tensor parallelism gives rank (i, j) of its q x q grid one q x q
+// block of every weight and table and its feature block of the norms (shared/tp2d_groups.h).
+// With tied embeddings the head reuses the embedding table; across
 // pipeline stages the last stage keeps a copy of it, kept equal by an all-reduce of the gradients.
 // No linear layer has a bias (as in PaLM and Llama).
 //

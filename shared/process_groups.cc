@@ -1,5 +1,7 @@
 #include "shared/process_groups.h"
 
+#include "shared/tp2d_groups.h"
+
 namespace tandem {
 namespace {
 
@@ -15,7 +17,10 @@ GroupIds::GroupIds(const Scenario& scenario, const RankGrid& g) : grid_(&g) {
   dp_base_ = pp_base_ + g.dp() * g.tp() * g.sp();
   sp_base_ = dp_base_ + g.pp() * g.tp() * g.sp();
   emb_base_ = sp_base_ + (has_sp_ ? g.dp() * g.pp() * g.tp() : 0);
+  end_ = emb_base_ + (has_emb_ ? g.dp() * g.tp() * g.sp() : 0);
 }
+
+GroupId GroupIds::end() const { return end_; }
 
 GroupId GroupIds::tp(RankCoord c) const { return tp_base_ + (c.dp * grid_->pp() + c.pp) * grid_->sp() + c.sp; }
 GroupId GroupIds::pp(RankCoord c) const { return pp_base_ + (c.dp * grid_->tp() + c.tp) * grid_->sp() + c.sp; }
@@ -59,6 +64,7 @@ std::vector<ProcessGroup> make_process_groups(const Scenario& scenario, const Ra
       for (int t = 0; t < g.tp(); ++t)
         for (int s = 0; s < g.sp(); ++s)
           add(GroupKind::kEmbedding, {g.rank({d, 0, t, s}), g.rank({d, g.pp() - 1, t, s})});
+  append_tp2d_groups(scenario, g, groups);
   return groups;
 }
 

@@ -124,8 +124,17 @@ enum class Kernel : uint8_t {
   kCrossEntropyBwd,    // same dims + {tokens_in_batch} in {logits, targets, max, sum_exp} out {dlogits}
   kAdam,               // dims {n, step, bytes_per_element} in {grad} out {master, m, v, param}
                        //   (bytes_per_element: the framework's whole step, for the cost only)
+  // Layer norm of rows whose columns are split over a group (2D tensor parallelism: the hidden
+  // dimension over the row group; shared/tp2d_layer_emitter.cc). The partial kernels divide by
+  // full_cols, so that a sum all-reduce over the group gives the full-row statistic.
+  kLayerNormPartialMean,     // dims {rows, cols, full_cols} in {x}       out {mean}: sum(x) / full_cols
+  kLayerNormPartialVar,      // dims {rows, cols, full_cols} in {x, mean} out {var}: sum((x-mean)^2) / full_cols
+  kLayerNormApply,           // dims {rows, cols} in {x, gamma, beta, mean, var} out {y, rstd}
+  kLayerNormBwdPartialSums,  // dims {rows, cols, full_cols} in {dy, x, gamma, mean, rstd}
+                             //   out {sums [rows, 2]}: sum(g) / full_cols, sum(g xhat) / full_cols, g = dy gamma
+  kLayerNormBwdApply,        // dims {rows, cols} in {dy, x, gamma, mean, rstd, sums} out {dx, dgamma+=, dbeta+=}
 };
-inline constexpr int kKernelCount = 24;
+inline constexpr int kKernelCount = 29;
 
 // Compute flags.
 inline constexpr uint8_t kTransA = 1, kTransB = 2, kAccumulateOut = 4, kCausal = 8;

@@ -69,6 +69,11 @@ const char* to_string(Kernel k) {
     case Kernel::kCrossEntropyLoss: return "xent-loss";
     case Kernel::kCrossEntropyBwd: return "xent-bwd";
     case Kernel::kAdam: return "adam";
+    case Kernel::kLayerNormPartialMean: return "layernorm-partial-mean";
+    case Kernel::kLayerNormPartialVar: return "layernorm-partial-var";
+    case Kernel::kLayerNormApply: return "layernorm-apply";
+    case Kernel::kLayerNormBwdPartialSums: return "layernorm-bwd-partial-sums";
+    case Kernel::kLayerNormBwdApply: return "layernorm-bwd-apply";
   }
   return "?";
 }
@@ -181,6 +186,15 @@ double Compute::bytes_moved() const {
     case Kernel::kAdam:  // dims[2]: the step's bytes per element (shared/optimizer_bytes.h), when given;
                          // else grad in, fp32 master, m, v read and written, param written
       return double(d[0]) * (d[2] > 0 ? double(d[2]) : e + 24.0 + e);
+    case Kernel::kLayerNormPartialMean:  // read x, write a float per row
+    case Kernel::kLayerNormPartialVar:
+      return e * double(d[0]) * double(d[1]) + 8.0 * double(d[0]);
+    case Kernel::kLayerNormApply:  // read x, write y, the row statistics
+      return 2.0 * e * double(d[0]) * double(d[1]) + 12.0 * double(d[0]);
+    case Kernel::kLayerNormBwdPartialSums:  // read dy and x
+      return 2.0 * e * double(d[0]) * double(d[1]) + 16.0 * double(d[0]);
+    case Kernel::kLayerNormBwdApply:  // read dy and x, write dx
+      return 3.0 * e * double(d[0]) * double(d[1]) + 16.0 * double(d[0]);
   }
   return 0.0;
 }

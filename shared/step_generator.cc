@@ -134,9 +134,9 @@ std::unique_ptr<ProgramGenerator> make_step_generator(const Scenario& sc, const 
                                                       const std::vector<ProcessGroup>&) {
   const StrategySpec& s = sc.strategy;
   const std::string where = sc.origin + ": ";
-  if (s.tp_mode != TpMode::k1d)
+  if (s.tp_mode == TpMode::k3d)
     throw Error(where + "strategy.tp_mode = " + to_string(s.tp_mode) +
-                ": only 1d tensor parallelism is generated so far (2d/2.5d/3d are planned)");
+                ": only 1d, 2d and 2.5d tensor parallelism are generated so far (3d is planned)");
   if (s.sp_mode == SpMode::kRing || s.sp_mode == SpMode::kUlysses)
     throw Error(where + "strategy.sp_mode = " + to_string(s.sp_mode) +
                 ": ring and Ulysses sequence parallelism are not generated yet (megatron is)");

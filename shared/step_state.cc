@@ -1,6 +1,7 @@
 #include "shared/step_state.h"
 
 #include "shared/error.h"
+#include "shared/tp2d_groups.h"
 
 namespace tandem {
 namespace {
@@ -29,6 +30,21 @@ StepDims make_dims(const Scenario& sc, int tp_index) {
   d.dtype = d.fp8 ? DType::kBf16 : s.dtype;
   d.dropout = m.dropout > 0;
   d.flash = s.flash_attention;
+  if ((s.tp_mode == TpMode::k2d || s.tp_mode == TpMode::k2p5d) && tp2d_side(sc) > 1) {
+    const Tp2dCoord c = tp2d_coord(sc, tp_index);
+    d.tp2d_q = c.q, d.tp2d_i = c.i, d.tp2d_j = c.j;
+    d.tp2d_d = c.d, d.tp2d_k = c.k;
+    d.batch = s.micro_batch / (c.q * c.d);
+    d.n = d.n_local = d.batch * m.seq_len;
+    d.hidden = m.hidden / c.q;
+    d.heads = m.heads / c.q;
+    d.kv_heads = m.kv_heads / c.q;
+    d.qkv_out = (d.heads + 2 * d.kv_heads) * d.head_dim;
+    d.ffn = m.ffn_hidden / c.q;
+    d.ffn_in = m.activation == Activation::kSwiglu ? 2 * d.ffn : d.ffn;
+    d.vocab = m.vocab;
+    d.vocab_offset = 0;
+  }
   return d;
 }
 

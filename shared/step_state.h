@@ -35,6 +35,11 @@ struct StepDims {
   bool tp_overlap = false;    // its gathers and reductions as ring exchanges under the GEMMs
   bool dropout = false;
   bool flash = false;
+  // tp_mode 2d (shared/tp2d_groups.h): the grid side q (1 otherwise) and this rank's row and column.
+  // n, batch are then the rank's batch block (micro_batch / q samples), hidden, heads, ffn the
+  // feature block (/ q); vocab the whole vocabulary (the head's loss is not split, shared/tp2d.h).
+  int tp2d_q = 1, tp2d_i = 0, tp2d_j = 0;
+  int tp2d_d = 1, tp2d_k = 0;  // tp_mode 2.5d: depth and depth layer (the batch is split d*q ways)
 
   // The element type of a GEMM of `layer` (-1: embedding or head): under fp8 a layer's forward
   // GEMMs take e4m3 operands and its backward GEMMs an e5m2 gradient (the hybrid recipe); the
@@ -190,7 +195,19 @@ BufferId gemm_reduce_scatter_overlapped(StepState& st, BufferId in, int64_t in_c
 // layer_emitter.cc
 void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase phase, BufferId* out);
 BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dout);
+// Its pieces that do not depend on how the linears are split (shared with tp2d_layer_emitter.cc):
+// whether the attention core (probabilities) is kept, the core itself, and the residual
+// out [n_local, h] = dropout(branch) + res (branch freed, *mask kept with dropout).
+bool keeps_core(const StepState& st);
+void attention_fwd(StepState& st, Phase ph, LayerActs& a, bool keep_probs);
+void release_core(StepState& st, LayerActs& a);
+BufferId residual(StepState& st, Phase ph, int l, int mb, BufferId branch, BufferId res, BufferId* mask,
+                  const char* maskname, const char* outname);
 // embedding_head_emitter.cc: embedding (first virtual stage) and head + loss (last virtual stage).
+// load_batch: a micro-batch's {tokens, targets} as this rank takes them; tokens_per_iteration:
+// the loss's divisor.
+std::pair<BufferId, BufferId> load_batch(StepState& st, int mb);
+int64_t tokens_per_iteration(const StepState& st);
 BufferId emit_embedding_forward(StepState& st, int unit, int chunk, int mb);
 void emit_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx);
 void emit_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x);

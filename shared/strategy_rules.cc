@@ -199,6 +199,35 @@ StrategySpec Resolver::strategy(const ModelSpec& model, const ClusterSpec& clust
                                    num(model.seq_len) + see("model.seq_len"));
     }
   }
+
+  // Multi-dimensional tensor parallelism, after the sequence-parallel rules (those name the mode
+  // conflict first).
+  const bool summa = spec.tp_mode == TpMode::k2d || spec.tp_mode == TpMode::k2p5d;
+  if (spec.tp_mode == TpMode::k2p5d && side < 2) {
+    fail(tp_at, "tp_mode 2.5d needs a grid side q >= 2 (tp = tp_depth*q*q = " + num(tp) +
+                    "): with q = 1 the depth layers only split the batch (use dp)" + see("strategy.tp_depth"));
+  }
+  if (summa && side > 1) {
+    // 2D / 2.5D (shared/tp2d_groups.h): the grid rows (of every depth layer) split each
+    // micro-batch, the columns the features.
+    const std::string mode = to_string(spec.tp_mode);
+    const int64_t rows = spec.tp_mode == TpMode::k2p5d ? side * spec.tp_depth : side;
+    const std::string rows_text = spec.tp_mode == TpMode::k2p5d ? "tp_depth*q = " + num(spec.tp_depth) + "*" + num(side)
+                                                                : "q = " + num(side);
+    if (spec.micro_batch % rows != 0) {
+      fail("strategy.micro_batch", "tp_mode " + mode + " splits each micro-batch over the " + rows_text +
+                                       " grid rows: micro_batch = " + num(spec.micro_batch) + " must be a multiple of " +
+                                       num(rows) + see("strategy.tp"));
+    }
+    if (model.norm != Norm::kLayerNorm) {
+      fail("model.norm", "tp_mode " + mode + " is generated with layernorm only (its split row statistics), not rmsnorm" +
+                             see("strategy.tp_mode"));
+    }
+    if (spec.sp_mode == SpMode::kRing || spec.sp_mode == SpMode::kUlysses) {
+      fail("strategy.sp_mode", "tp_mode " + mode + " is not generated with sp_mode " + to_string(spec.sp_mode) +
+                                   see("strategy.tp_mode"));
+    }
+  }
   return spec;
 }
 

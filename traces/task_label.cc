@@ -40,6 +40,11 @@ int shape_dims(Kernel k) {
     case Kernel::kCrossEntropyLoss:
     case Kernel::kCrossEntropyBwd: return 2;  // n_tok, vocab_rows (not the offset)
     case Kernel::kAdam: return 1;             // n (not the step)
+    case Kernel::kLayerNormPartialMean:
+    case Kernel::kLayerNormPartialVar:
+    case Kernel::kLayerNormBwdPartialSums: return 3;  // rows, cols, full_cols
+    case Kernel::kLayerNormApply:
+    case Kernel::kLayerNormBwdApply: return 2;
   }
   return 0;
 }

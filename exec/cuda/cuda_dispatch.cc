@@ -22,6 +22,7 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/layer_norm.h"
 #include "kernels/cuda/rms_norm.h"
+#include "kernels/cuda/split_layer_norm.h"
 #include "kernels/cuda/swiglu.h"
 #include "shared/kernel_signature.h"
 
@@ -331,6 +332,37 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
         host_adam(c, in, out, ctx, dc);
       else
         device_adam<T>(c, in, out, ctx, dc);
+      break;
+    case Kernel::kLayerNormPartialMean:
+      expect(c, dc, c.inputs[0], t);
+      call(c, [&] { kc::layer_norm_partial_mean(P<T>(in[0]), d[0], d[1], d[2], F(out[0]), s); });
+      break;
+    case Kernel::kLayerNormPartialVar:
+      expect(c, dc, c.inputs[0], t);
+      call(c, [&] { kc::layer_norm_partial_var(P<T>(in[0]), F(in[1]), d[0], d[1], d[2], F(out[0]), s); });
+      break;
+    case Kernel::kLayerNormApply:
+      expect(c, dc, c.inputs[0], t);
+      expect(c, dc, c.outputs[1], DType::kFp32);
+      call(c, [&] {
+        kc::layer_norm_apply(P<T>(in[0]), P<T>(in[1]), P<T>(in[2]), F(in[3]), F(in[4]), d[0], d[1], o.norm_eps,
+                             P<T>(out[0]), F(out[1]), s);
+      });
+      break;
+    case Kernel::kLayerNormBwdPartialSums:
+      expect(c, dc, c.inputs[0], t);
+      call(c, [&] {
+        kc::layer_norm_bwd_partial_sums(P<T>(in[0]), P<T>(in[1]), P<T>(in[2]), F(in[3]), F(in[4]), d[0], d[1], d[2],
+                                        F(out[0]), s);
+      });
+      break;
+    case Kernel::kLayerNormBwdApply:
+      expect(c, dc, c.inputs[0], t);
+      expect(c, dc, c.outputs[1], t);
+      call(c, [&] {
+        kc::layer_norm_bwd_apply(P<T>(in[0]), P<T>(in[1]), P<T>(in[2]), F(in[3]), F(in[4]), F(in[5]), d[0], d[1],
+                                 P<T>(out[0]), P<T>(out[1]), P<T>(out[2]), s);
+      });
       break;
   }
 }

@@ -69,6 +69,40 @@ TEST(ParamInit, TensorParallelShardsHoldSlicesOfTheFullTensors) {
   EXPECT_GT(checked, 0);
 }
 
+TEST(ParamInit, TwoDGridBlocksTileEveryTensor) {
+  // 2D tensor parallelism, q = 2 (shared/tp2d_groups.h): rank (i, j) holds block (out j, in i) of
+  // every weight and (vocabulary i, features j) of the table, each with the full tensor's values;
+  // the 4 blocks cover each element once. The norms' feature block j is held by both ranks of
+  // column j: each element twice.
+  const auto full = full_tensors();
+  Schedule s = tiny({"cluster.gpus=4", "strategy.tp=4", "strategy.tp_mode=2d"});
+  std::map<std::string, std::vector<int>> cover;
+  for (int rank = 0; rank < 4; ++rank) {
+    Program p = s.program(rank);
+    ParamInit init(p, s.scenario().seed);
+    for (const Buffer& b : p.buffers) {
+      if (!b.has_slice) continue;
+      const auto& [fs, fv] = full.at(b.name);
+      ASSERT_EQ(fs.rows, b.slice.global_rows) << b.name;
+      ASSERT_EQ(fs.cols, b.slice.global_cols) << b.name;
+      std::vector<int>& c = cover[b.name];
+      c.resize(size_t(fs.rows * fs.cols));
+      const std::vector<float> v = init.values_of(b.id);
+      for (int64_t i = 0; i < b.slice.rows; ++i)
+        for (int64_t j = 0; j < b.slice.cols; ++j) {
+          const int64_t g = (b.slice.row0 + i) * fs.cols + b.slice.col0 + j;
+          ASSERT_EQ(v[i * b.slice.cols + j], fv[g]) << b.name;
+          ++c[g];
+        }
+    }
+  }
+  ASSERT_EQ(cover.size(), full.size());
+  for (const auto& [name, c] : cover) {
+    const bool norm = name.find("ln") != std::string::npos || name.find("norm") != std::string::npos;
+    for (int n : c) ASSERT_EQ(n, norm ? 2 : 1) << name;
+  }
+}
+
 TEST(ParamInit, ZeroThreeShardsHoldTheirRangeOfTheBucket) {
   Schedule s = tiny({"cluster.gpus=2", "strategy.zero_stage=3"});
   for (int rank = 0; rank < 2; ++rank) {

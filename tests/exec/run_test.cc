@@ -62,6 +62,16 @@ const Strategy kStrategies[] = {
     {"tp2_megatron_overlap", "-n 2 --set strategy.tp=2 --set strategy.sp_mode=megatron --set software.tp_comm_overlap=true"},
     {"tp4_megatron_overlap", "-n 4 --set strategy.tp=4 --set strategy.sp_mode=megatron --set software.tp_comm_overlap=true"},
     {"full_recompute", "-n 1 --set strategy.recompute=full"},
+    // 2D tensor parallelism (Optimus SUMMA, shared/tp2d.h) on a 2 x 2 grid, alone and with a data-
+    // or pipeline-parallel axis (the tied table's copy on the last stage), and with selective
+    // recompute.
+    {"tp2d_q2", "-n 4 --set strategy.tp=4 --set strategy.tp_mode=2d"},
+    {"tp2d_q2_dp2_zero1", "-n 8 --set strategy.tp=4 --set strategy.tp_mode=2d --set strategy.zero_stage=1"},
+    {"tp2d_q2_pp2", "-n 8 --set strategy.tp=4 --set strategy.tp_mode=2d --set strategy.pp=2"},
+    {"tp2d_q2_selective", "-n 4 --set strategy.tp=4 --set strategy.tp_mode=2d --set strategy.recompute=selective"},
+    // 2.5D (Tesseract): two depth layers of 2 x 2, each micro-batch of 4 split over the 4 rows.
+    {"tp2p5d_q2_d2", "-n 8 --set strategy.tp=8 --set strategy.tp_mode=2.5d --set strategy.tp_depth=2 "
+                     "--set strategy.micro_batch=4"},
 };
 
 void PrintTo(const Strategy& s, std::ostream* os) { *os << s.name; }

@@ -398,7 +398,9 @@ TEST(scenario_loader, TwoDimensionalGrids) {
   const Doc one_node = Doc().set("strategy.pp", "1");
   expect_error(Doc(one_node).set("strategy.tp_mode", "\"2d\"").set("cluster.gpus", "4"), "strategy.tp",
                {"2d", "q*q", "tp = 2", "perfect square"});
-  EXPECT_EQ(parse(Doc(one_node).set("strategy.tp_mode", "\"2d\"").set("strategy.tp", "4")).strategy.tp_mode,
+  // (micro_batch 2: the q = 2 grid rows split each micro-batch.)
+  EXPECT_EQ(parse(Doc(one_node).set("strategy.tp_mode", "\"2d\"").set("strategy.tp", "4").set("strategy.micro_batch", "2"))
+                .strategy.tp_mode,
             TpMode::k2d);
   // 2d cuts the heads q ways: q = 4 cannot share out 2 heads.
   expect_error(Doc(one_node).set("strategy.tp_mode", "\"2d\"").set("strategy.tp", "16").set("cluster.gpus", "16")
@@ -408,7 +410,8 @@ TEST(scenario_loader, TwoDimensionalGrids) {
 
 TEST(scenario_loader, TwoAndAHalfDimensionalGrids) {
   const Doc doc = Doc().set("strategy.pp", "1").set("strategy.tp", "8").set("strategy.tp_mode", "\"2.5d\"");
-  EXPECT_EQ(parse(Doc(doc).set("strategy.tp_depth", "2")).strategy.tp_depth, 2);  // 8 = 2 * 2*2
+  // 8 = 2 * 2*2; micro_batch 4: the d*q = 4 grid rows split each micro-batch.
+  EXPECT_EQ(parse(Doc(doc).set("strategy.tp_depth", "2").set("strategy.micro_batch", "4")).strategy.tp_depth, 2);
   expect_error(Doc(doc).set("strategy.tp_depth", "3"), "strategy.tp", {"2.5d", "tp_depth*q*q", "tp = 8", "tp_depth = 3"});
   expect_error(Doc(doc).set("strategy.tp_depth", "1"), "strategy.tp", {"tp_depth*q*q"});
   expect_error(Doc().set("strategy.tp_depth", "2"), "strategy.tp_depth", {"only used by tp_mode 2.5d"});

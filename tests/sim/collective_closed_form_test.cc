@@ -4,7 +4,7 @@
 //   ring all-gather/reduce-scatter (n-1)/n  * B / bw + (n-1)  * alpha
 //   all-to-all                     (bytes one NIC or NVLink port carries) / bw + alpha
 //   p2p                            B / bw + alpha
-//   broadcast (pipelined chain)    B / bw + (n-1) * alpha
+//   broadcast, reduce (pipelined chain)  B / bw + (n-1) * alpha
 // Across nodes with k GPUs per node (one NIC each), the ring runs one channel per rail, each
 // carrying B/k, so bw = k * 25 GB/s (NIC-bound: the NVLink load per GPU is the same volume at 300).
 #include <gtest/gtest.h>
@@ -122,6 +122,36 @@ TEST(CollectiveClosedForm, BroadcastChain) {
       expect_within_1pct(lone_collective(CollectiveOp::kBroadcast, range(n), 8, kBytes, o, 1), want,
                          "n=" + std::to_string(n));
     }
+}
+
+// Reduce to the root runs the chain the other way (NCCL's ring reduce): the same closed form.
+TEST(CollectiveClosedForm, ReduceChain) {
+  for (int n : {2, 4, 8})
+    for (const SimOptions& o : all_paths()) {
+      const double want = double(kBytes) / kNvl + (n - 1) * kAlphaNvl;
+      expect_within_1pct(lone_collective(CollectiveOp::kReduce, range(n), 8, kBytes, o, 1), want,
+                         "n=" + std::to_string(n));
+    }
+}
+
+// 2D tensor parallelism's row and column broadcasts meet at a GPU that belongs to both groups:
+// GPU 1 receives from 0 (group {0, 1}) and from 2 (group {2, 1}) at once, on two streams, so its
+// NVLink port carries 2B and both broadcasts end at 2B / bw + alpha instead of B / bw + alpha.
+TEST(CollectiveClosedForm, BroadcastsIntoOneGpuShareItsPort) {
+  const ClusterSpec c = test_cluster(8);
+  Schedule s = make_schedule(c, 8, {{0, 1}, {2, 1}}, [](int rank) {
+    ProgramWriter w(rank);
+    if (rank == 0) w.collective(CollectiveOp::kBroadcast, 0, kBytes, {}, Stream::kComm, 0);
+    if (rank == 2) w.collective(CollectiveOp::kBroadcast, 1, kBytes, {}, Stream::kComm, 0);
+    if (rank == 1) {
+      w.collective(CollectiveOp::kBroadcast, 0, kBytes, {}, Stream::kComm, 0);
+      w.collective(CollectiveOp::kBroadcast, 1, kBytes, {}, Stream::kGradComm, 0);
+    }
+    return w.p;
+  });
+  SimOptions o = ideal_options();
+  o.closed_form_uncontended = false;
+  expect_within_1pct(simulate(s, o).iteration_time_s, 2.0 * kBytes / kNvl + kAlphaNvl, "two broadcasts into GPU 1");
 }
 
 TEST(CollectiveClosedForm, PointToPoint) {

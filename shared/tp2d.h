@@ -1,0 +1,73 @@
+// 2D tensor parallelism in the step generator (tp_mode 2d, q x q grid; shared/tp2d_groups.h for
+// the grid, the groups and who holds which block). Private to the generator files, like
+// shared/step_state.h.
+//
+//  - summa.cc: the linear layer as SUMMA (van de Geijn & Watts 1997; Optimus, Xu et al. 2021,
+//    arXiv 2104.05343, Algorithm 1; Colossal-AI parallel_2d/_operation.py Matmul_ABT_2D): q steps,
+//    step k broadcasting the activation block of column k along each row group and the weight
+//    block of row k along each column group, then a local GEMM accumulate. Backward: dX in q steps
+//    of {broadcast the weight block along the column group, GEMM, reduce the partial dX to its
+//    owner along the row group}; dW in q steps of {broadcast the activation block along the row
+//    group, GEMM, reduce the partial dW to its owner along the column group}.
+//  - tp2d_layer_emitter.cc: the transformer layer: layer norm over feature blocks (the row
+//    statistics all-reduced over the row group: 2 all-reduces of [b/q, s] forward, 1 of
+//    [b/q, s, 2] backward), the four linears as SUMMA, attention on the rank's heads (feature
+//    block j holds whole heads) for its batch block.
+//  - tp2d_embedding_head.cc: embedding, head and loss. Stated difference from Colossal-AI (whose
+//    Embedding2D and Classifier2D split the table h/q^2 and run the classifier as SUMMA with a
+//    vocabulary-parallel loss): the table is held in blocks [vocab/q, h/q] (vocabulary block i,
+//    feature block j), all-gathered over the column group into the [vocab, h/q] columns of
+//    feature block j before use; the head's partial logits [b/q * s, vocab] are all-reduced over
+//    the row group and the loss is computed unsplit on every rank of the row; the table gradient
+//    is reduce-scattered back over the column group. Same results, more logits memory (vocab
+//    instead of vocab/q per token).
+//  - Parameters that every rank of a column group holds alike (the norms' feature block) get
+//    their gradients all-reduced over the column group with the data-parallel reduction
+//    (tp2d_reduce_replicated_grads). Colossal-AI splits them h/q^2 and gathers them instead.
+#pragma once
+
+#include "shared/step_state.h"
+#include "shared/tp2d_groups.h"
+
+namespace tandem {
+
+// Whether the rank's program uses the 2D path (tp_mode 2d with q > 1, or 2.5d: SUMMA inside each
+// depth layer, shared/tp2d_groups.h).
+inline bool tp2d(const StepState& st) { return st.dims.tp2d_q > 1; }
+
+// The row and column groups of this rank.
+GroupId tp2d_row_group(const StepState& st);
+GroupId tp2d_column_group(const StepState& st);
+// A collective over a 2D group (on the tensor stream unless told); root is the index within the
+// group. The depth groups of 2.5D go on the gradient stream (their weight-gradient all-reduces
+// overlap the backward), and a group's collectives all on one stream.
+void tp2d_collective(StepState& st, CollectiveOp op, GroupId group, int root, BufferId in, BufferId out,
+                     int64_t bytes, Phase ph, int layer, int mb, DType dtype, Stream stream = Stream::kComm);
+
+// summa.cc. Y [rows, out] = X [rows, in] W^T, all local blocks (W's block is [out, in]).
+void summa_forward(StepState& st, Phase ph, int layer, int mb, BufferId x, BufferId w, BufferId y, int64_t rows,
+                   int64_t out, int64_t in);
+// Returns dX [rows, in] (named dx_name) and accumulates this rank's block of dW into dw.
+BufferId summa_backward(StepState& st, int layer, int mb, BufferId dy, BufferId x, BufferId w, BufferId dw,
+                        int64_t rows, int64_t out, int64_t in, const char* dx_name);
+
+// tp2d_layer_emitter.cc
+void tp2d_layer_forward(StepState& st, int unit, LayerActs& a, Phase phase, BufferId* out);
+BufferId tp2d_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dout);
+// Layer norm of feature blocks [n, hidden/q] (statistics over the row group).
+void tp2d_norm_forward(StepState& st, Phase ph, int layer, int mb, BufferId x, BufferId w, BufferId b, BufferId* y,
+                       BufferId* mean, BufferId* rstd, const char* y_name, const char* mean_name,
+                       const char* rstd_name);
+BufferId tp2d_norm_backward(StepState& st, int layer, int mb, BufferId dy, BufferId x, BufferId w, BufferId mean,
+                            BufferId rstd, BufferId dw, BufferId db);
+
+// tp2d_embedding_head.cc
+BufferId tp2d_embedding_forward(StepState& st, int unit, int chunk, int mb);
+void tp2d_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx);
+void tp2d_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x);
+BufferId tp2d_head_backward(StepState& st, int unit, int chunk, int mb);
+// All-reduce over the column group of the gradients of the norms of bucket k's units; under 2.5D
+// first the whole bucket's gradient over the depth group.
+void tp2d_reduce_replicated_grads(StepState& st, int k);
+
+}  // namespace tandem

@@ -1,0 +1,153 @@
+// Embedding, head and loss under 2D (and 2.5D) tensor parallelism (shared/tp2d.h for the layout and how it
+// differs from Colossal-AI's Embedding2D / Classifier2D). The table (embedding, or untied head)
+// is held as vocabulary block i, feature block j: [vocab/q, h/q].
+//  - embedding: all-gather the table over the column group into its feature block j [vocab, h/q],
+//    look up the batch block's tokens locally (no reduction: each rank writes its own features);
+//    backward: the table gradient [vocab, h/q] of the batch block, reduce-scattered over the
+//    column group (the other batch blocks) into the rank's [vocab/q, h/q] block.
+//  - head: the final layer norm (statistics over the row group); partial logits
+//    [n, vocab] = yf[i, j] table[:, j]^T, all-reduced over the row group; the cross-entropy on
+//    every rank of the row (no vocabulary split: the row holds the same logits); the micro-batch's
+//    loss all-reduced over the column group (and, under 2.5D, the depth group), so that every rank
+//    holds the sum over batch blocks.
+//    Backward: dyf = dlogits table[:, j] locally, the table gradient as for the embedding.
+#include "shared/tp2d.h"
+
+namespace tandem {
+namespace {
+
+// The rank's feature block of the whole table, [vocab, h/q], gathered over the column group.
+BufferId gather_table(StepState& st, BufferId shard, int mb, Phase ph) {
+  const StepDims& d = st.dims;
+  const int64_t elements = d.vocab * d.hidden;
+  const BufferId table = st.allocate("table_block", -1, mb, elements, d.dtype, BufferRole::kComm);
+  tp2d_collective(st, CollectiveOp::kAllGather, tp2d_column_group(st), -1, shard, table,
+                  elements * dtype_bytes(d.dtype), ph, -1, mb, d.dtype);
+  return table;
+}
+
+// Adds a table gradient of the batch block [vocab, h/q] (freed) into the rank's block `grad`.
+void reduce_table_grad(StepState& st, BufferId full, BufferId grad, int mb) {
+  const StepDims& d = st.dims;
+  const DType gt = st.program.buffer_at(full).dtype;
+  const int64_t shard_elements = d.vocab / d.tp2d_q * d.hidden;
+  const BufferId shard = st.allocate("table_grad_block", -1, mb, shard_elements, gt, BufferRole::kComm);
+  tp2d_collective(st, CollectiveOp::kReduceScatter, tp2d_column_group(st), -1, full, shard,
+                  d.vocab * d.hidden * dtype_bytes(gt), Phase::kBackward, -1, mb, gt);
+  st.release(full);
+  st.kernel(Kernel::kAccumulate, Phase::kBackward, -1, mb, {shard_elements}, {shard}, {grad}, 0, gt);
+  st.release(shard);
+}
+
+}  // namespace
+
+BufferId tp2d_embedding_forward(StepState& st, int unit, int chunk, int mb) {
+  const StepDims& d = st.dims;
+  auto [tokens, targets] = load_batch(st, mb);
+  if (st.holds_head()) st.keep_targets(mb, targets);
+  else st.release(targets);
+  st.keep_tokens(chunk, mb, tokens);
+  const BufferId table = gather_table(st, st.params(unit).table, mb, Phase::kForward);
+  const BufferId x = st.allocate("x_embed", -1, mb, d.n * d.hidden, d.dtype);
+  st.kernel(Kernel::kEmbedding, Phase::kForward, -1, mb, {d.n, d.hidden, d.vocab, 0}, {tokens, table}, {x}, 0,
+            d.dtype);
+  st.release(table);
+  return x;
+}
+
+void tp2d_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx) {
+  const StepDims& d = st.dims;
+  const BufferId tokens = st.take_tokens(chunk, mb);
+  const BufferId grad = st.grads(unit).table;
+  const BufferId full = st.allocate("table_grad", -1, mb, d.vocab * d.hidden, st.program.buffer_at(grad).dtype,
+                                    BufferRole::kComm);
+  st.kernel(Kernel::kEmbeddingBwd, Phase::kBackward, -1, mb, {d.n, d.hidden, d.vocab, 0}, {tokens, dx}, {full},
+            kAccumulateOut, d.dtype);
+  st.release(dx);
+  st.release(tokens);
+  reduce_table_grad(st, full, grad, mb);
+}
+
+void tp2d_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x) {
+  const StepDims& d = st.dims;
+  const UnitViews& w = st.params(unit);
+  HeadActs h;
+  h.x = x;
+  h.targets = st.take_targets(mb);
+  if (h.targets == kNoId) {
+    auto [tokens, targets] = load_batch(st, mb);
+    st.release(tokens);
+    h.targets = targets;
+  }
+  tp2d_norm_forward(st, Phase::kForward, -1, mb, x, w.ln1_w, w.ln1_b, &h.yf, &h.mean, &h.rstd, "yf", "meanf",
+                    "rstdf");
+  const BufferId table = gather_table(st, w.table, mb, Phase::kForward);
+  h.logits = st.allocate("logits", -1, mb, d.n * d.vocab, d.dtype);
+  st.linear_fwd(Phase::kForward, -1, mb, h.yf, table, h.logits, d.n, d.vocab, d.hidden);
+  st.release(table);
+  tp2d_collective(st, CollectiveOp::kAllReduce, tp2d_row_group(st), -1, h.logits, h.logits,
+                  d.n * d.vocab * dtype_bytes(d.dtype), Phase::kForward, -1, mb, d.dtype);
+  const std::array<int64_t, 6> xd = {d.n, d.vocab, 0, tokens_per_iteration(st)};
+  h.max = st.allocate("xent_max", -1, mb, d.n, DType::kFp32);
+  st.kernel(Kernel::kCrossEntropyMax, Phase::kForward, -1, mb, xd, {h.logits}, {h.max}, 0, d.dtype);
+  h.sum = st.allocate("xent_sum", -1, mb, d.n, DType::kFp32);
+  st.kernel(Kernel::kCrossEntropySumExp, Phase::kForward, -1, mb, xd, {h.logits, h.max}, {h.sum}, 0, d.dtype);
+  const BufferId target = st.allocate("xent_target", -1, mb, d.n, DType::kFp32);
+  st.kernel(Kernel::kCrossEntropyTarget, Phase::kForward, -1, mb, xd, {h.logits, h.targets}, {target}, 0, d.dtype);
+  const BufferId loss = st.allocate("xent_loss", -1, mb, 1, DType::kFp32, BufferRole::kComm);
+  st.kernel(Kernel::kCrossEntropyLoss, Phase::kForward, -1, mb, xd, {h.max, h.sum, target}, {loss}, 0, DType::kFp32);
+  st.release(target);
+  tp2d_collective(st, CollectiveOp::kAllReduce, tp2d_column_group(st), -1, loss, loss, 4, Phase::kForward, -1, mb,
+                  DType::kFp32);
+  if (d.tp2d_d > 1)  // 2.5D: the other depth layers' batch blocks
+    tp2d_collective(st, CollectiveOp::kAllReduce, Tp2dGroups(st.scenario, st.grid).depth(st.coord), -1, loss, loss, 4,
+                    Phase::kForward, -1, mb, DType::kFp32, Stream::kGradComm);
+  st.kernel(Kernel::kAccumulate, Phase::kForward, -1, mb, {1}, {loss}, {st.loss()}, 0, DType::kFp32);
+  st.release(loss);
+  st.keep_head(chunk, mb, h);
+}
+
+BufferId tp2d_head_backward(StepState& st, int unit, int chunk, int mb) {
+  const StepDims& d = st.dims;
+  const UnitViews& w = st.params(unit);
+  const UnitViews& g = st.grads(unit);
+  HeadActs h = st.take_head(chunk, mb);
+  const std::array<int64_t, 6> xd = {d.n, d.vocab, 0, tokens_per_iteration(st)};
+  const BufferId dlogits = st.allocate("dlogits", -1, mb, d.n * d.vocab, d.dtype);
+  st.kernel(Kernel::kCrossEntropyBwd, Phase::kBackward, -1, mb, xd, {h.logits, h.targets, h.max, h.sum}, {dlogits}, 0,
+            d.dtype);
+  for (BufferId id : {h.logits, h.targets, h.max, h.sum}) st.release(id);
+  const BufferId table = gather_table(st, w.table, mb, Phase::kBackward);
+  const BufferId dyf = st.allocate("dyf", -1, mb, d.n * d.hidden, d.dtype);
+  st.linear_dgrad(-1, mb, dlogits, table, dyf, d.n, d.vocab, d.hidden);
+  st.release(table);
+  const BufferId full = st.allocate("table_grad", -1, mb, d.vocab * d.hidden, st.program.buffer_at(g.table).dtype,
+                                    BufferRole::kComm);
+  st.kernel(Kernel::kGemm, Phase::kBackward, -1, mb, {d.vocab, d.hidden, d.n}, {dlogits, h.yf}, {full}, kTransA,
+            d.gemm_dtype(-1, true));
+  st.release(dlogits);
+  reduce_table_grad(st, full, g.table, mb);
+  const BufferId dx = tp2d_norm_backward(st, -1, mb, dyf, h.x, w.ln1_w, h.mean, h.rstd, g.ln1_w, g.ln1_b);
+  for (BufferId id : {dyf, h.x, h.yf, h.mean, h.rstd}) st.release(id);
+  return dx;
+}
+
+void tp2d_reduce_replicated_grads(StepState& st, int k) {
+  // 2.5D: every weight is held alike in the d depth layers, which saw other batch blocks
+  // (Tesseract's all-reduce of the weight gradients over the depth group), on the gradient stream.
+  if (st.dims.tp2d_d > 1) {
+    const BufferId grad = st.bucket(k).grad;
+    const Buffer& b = st.program.buffer_at(grad);
+    tp2d_collective(st, CollectiveOp::kAllReduce, Tp2dGroups(st.scenario, st.grid).depth(st.coord), -1, grad, grad,
+                    b.bytes, Phase::kBackward, -1, -1, b.dtype, Stream::kGradComm);
+  }
+  for (int u : st.layout.buckets[k].units) {
+    const BufferId norm = st.grads(u).norm;
+    if (norm == kNoId) continue;
+    const Buffer& b = st.program.buffer_at(norm);
+    tp2d_collective(st, CollectiveOp::kAllReduce, tp2d_column_group(st), -1, norm, norm, b.bytes, Phase::kBackward,
+                    st.layout.units[u].layer, -1, b.dtype);
+  }
+}
+
+}  // namespace tandem
