@@ -5,8 +5,10 @@
 #include <fstream>
 
 #include "exec/exec_options.h"
+#include "exec/sequence_data.h"
 #include "exec/synthetic_data.h"
 #include "kernels/cpu/adamw.h"
+#include "kernels/cpu/all_to_all_layout.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/elementwise.h"
@@ -113,8 +115,8 @@ Pending HostDriver::compute(const TaskRef&, const Compute& c, const std::vector<
     case Kernel::kData: {
       const int64_t samples = d[1], seq = d[2];
       for (int64_t i = 0; i < samples; ++i)
-        ctx.data->sample(int64_t(ctx.step) * ctx.global_batch + d[0] + i, seq, I(out[0]) + i * seq,
-                         I(out[1]) + i * seq);
+        load_sample_chunks(*ctx.data, c, int64_t(ctx.step) * ctx.global_batch + d[0] + i, I(out[0]) + i * seq,
+                           I(out[1]) + i * seq);
       break;
     }
     case Kernel::kEmbedding:
@@ -207,6 +209,13 @@ Pending HostDriver::compute(const TaskRef&, const Compute& c, const std::vector<
       cpu::adamw_step(F(out[0]), F(in[0]), F(out[1]), F(out[2]), n, o.lr, o.beta1, o.beta2, o.eps, o.weight_decay,
                       ctx.step + 1);
       if (out[3] != out[0]) std::memcpy(out[3], out[0], size_t(n) * 4);  // fp32: the parameter is the master
+      break;
+    }
+    case Kernel::kAllToAllPack:
+    case Kernel::kAllToAllUnpack: {
+      const cpu::AllToAllShape shape{d[0], d[1], d[2], d[3], d[4], 4};
+      cpu::run_copies(cpu::all_to_all_plan(shape, c.kernel == Kernel::kAllToAllPack, (c.flags & kToHeads) != 0), in[0],
+                      out[0]);
       break;
     }
   }

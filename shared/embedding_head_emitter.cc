@@ -12,8 +12,8 @@ std::pair<BufferId, BufferId> load_batch(StepState& st, int mb) {
   BufferId tokens = st.allocate("tokens", -1, mb, d.n, DType::kInt32);
   BufferId targets = st.allocate("targets", -1, mb, d.n, DType::kInt32);
   const int64_t sample0 = (int64_t(st.coord.dp) * st.micro_batches + mb) * d.batch;
-  st.kernel(Kernel::kData, Phase::kForward, -1, mb, {sample0, d.batch, d.seq}, {}, {tokens, targets}, 0,
-            DType::kInt32);
+  st.kernel(Kernel::kData, Phase::kForward, -1, mb, {sample0, d.batch, d.seq, d.seq_chunks, d.seq_chunk}, {},
+            {tokens, targets}, d.zigzag ? kZigZag : 0, DType::kInt32);
   return {tokens, targets};
 }
 

@@ -42,6 +42,8 @@ constexpr KernelArity arity(Kernel k) {
     case Kernel::kCrossEntropyLoss: return {3, 1};
     case Kernel::kCrossEntropyBwd: return {4, 1};
     case Kernel::kAdam: return {1, 4};  // in {grad}, out {master, m, v, param}
+    case Kernel::kAllToAllPack:
+    case Kernel::kAllToAllUnpack: return {1, 1};
   }
   return {};
 }

@@ -2,7 +2,9 @@
 // dense and assigned kind by kind: tensor groups first (one per (dp, pp, sp)), then pipeline
 // (one per (dp, tp, sp)), data (one per (pp, tp, sp)), sequence when sp > 1 (one per
 // (dp, pp, tp)), and, when embeddings are tied across pipeline stages, the embedding groups
-// {first stage, last stage} (one per (dp, tp, sp)). Within a group, ranks are in axis order.
+// {first stage, last stage} (one per (dp, tp, sp)), and when sp > 1 the data-and-sequence groups
+// (kind kDp, axis 1; one per (pp, tp), ranks in (dp, sp) order) over which the gradients of
+// ring-attention and Ulysses runs are reduced. Within a group, ranks are in axis order.
 #pragma once
 
 #include <vector>
@@ -22,10 +24,11 @@ struct GroupIds {
   GroupId dp(RankCoord c) const;
   GroupId sp(RankCoord c) const;         // kNoId when sp == 1
   GroupId embedding(RankCoord c) const;  // kNoId when there is no embedding group
+  GroupId data_seq(RankCoord c) const;   // kNoId when sp == 1
 
  private:
   const RankGrid* grid_;
-  GroupId tp_base_, pp_base_, dp_base_, sp_base_, emb_base_;
+  GroupId tp_base_, pp_base_, dp_base_, sp_base_, emb_base_, dsp_base_;
   bool has_sp_, has_emb_;
 };
 

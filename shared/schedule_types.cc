@@ -69,6 +69,8 @@ const char* to_string(Kernel k) {
     case Kernel::kCrossEntropyLoss: return "xent-loss";
     case Kernel::kCrossEntropyBwd: return "xent-bwd";
     case Kernel::kAdam: return "adam";
+    case Kernel::kAllToAllPack: return "a2a-pack";
+    case Kernel::kAllToAllUnpack: return "a2a-unpack";
   }
   return "?";
 }
@@ -114,7 +116,7 @@ double Compute::matmul_flops() const {
 std::array<int64_t, 6> Compute::shape_dims() const {
   std::array<int64_t, 6> d = dims;
   switch (kernel) {
-    case Kernel::kData: d[0] = 0; break;
+    case Kernel::kData: d[0] = 0, d[4] = 0; break;
     case Kernel::kEmbedding:
     case Kernel::kEmbeddingBwd: d[3] = 0; break;
     case Kernel::kCrossEntropyMax:
@@ -181,6 +183,9 @@ double Compute::bytes_moved() const {
     case Kernel::kAdam:  // dims[2]: the step's bytes per element (shared/optimizer_bytes.h), when given;
                          // else grad in, fp32 master, m, v read and written, param written
       return double(d[0]) * (d[2] > 0 ? double(d[2]) : e + 24.0 + e);
+    case Kernel::kAllToAllPack:
+    case Kernel::kAllToAllUnpack:  // a permutation: every element read once and written once
+      return 2.0 * e * double(d[0]) * double(d[1]) * double(d[3] + 2 * d[4]);
   }
   return 0.0;
 }

@@ -137,9 +137,11 @@ std::unique_ptr<ProgramGenerator> make_step_generator(const Scenario& sc, const 
   if (s.tp_mode != TpMode::k1d)
     throw Error(where + "strategy.tp_mode = " + to_string(s.tp_mode) +
                 ": only 1d tensor parallelism is generated so far (2d/2.5d/3d are planned)");
-  if (s.sp_mode == SpMode::kRing || s.sp_mode == SpMode::kUlysses)
+  if (s.sp_mode == SpMode::kRing)
     throw Error(where + "strategy.sp_mode = " + to_string(s.sp_mode) +
-                ": ring and Ulysses sequence parallelism are not generated yet (megatron is)");
+                ": Colossal-AI's ring self-attention is not generated yet (megatron, ulysses and ring_attention are)");
+  if (s.sp_mode == SpMode::kRingAttention)
+    throw Error(where + "strategy.sp_mode = ring_attention: not generated yet (megatron and ulysses are)");
   if (s.offload == Offload::kAuto || s.offload == Offload::kParams)
     throw Error(where + "strategy.offload = " + to_string(s.offload) +
                 ": only optimizer offload is generated so far (parameter offload and Gemini's auto "

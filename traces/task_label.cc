@@ -40,6 +40,8 @@ int shape_dims(Kernel k) {
     case Kernel::kCrossEntropyLoss:
     case Kernel::kCrossEntropyBwd: return 2;  // n_tok, vocab_rows (not the offset)
     case Kernel::kAdam: return 1;             // n (not the step)
+    case Kernel::kAllToAllPack:
+    case Kernel::kAllToAllUnpack: return 5;
   }
   return 0;
 }

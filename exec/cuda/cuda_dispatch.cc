@@ -11,9 +11,11 @@
 #include "exec/cuda/bf16_host.h"
 #include "exec/cuda/cuda_check.h"
 #include "exec/exec_options.h"
+#include "exec/sequence_data.h"
 #include "exec/synthetic_data.h"
 #include "kernels/cpu/adamw.h"
 #include "kernels/cuda/adamw.h"
+#include "kernels/cuda/all_to_all_layout.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cross_entropy.h"
 #include "kernels/cuda/elementwise.h"
@@ -83,8 +85,8 @@ void data(const Compute& c, const std::vector<void*>& out, const StepContext& ct
   const int64_t samples = d[1], seq = d[2];
   std::vector<int32_t> tokens(size_t(samples * seq)), targets(size_t(samples * seq));
   for (int64_t i = 0; i < samples; ++i)
-    ctx.data->sample(int64_t(ctx.step) * ctx.global_batch + d[0] + i, seq, tokens.data() + i * seq,
-                     targets.data() + i * seq);
+    load_sample_chunks(*ctx.data, c, int64_t(ctx.step) * ctx.global_batch + d[0] + i, tokens.data() + i * seq,
+                       targets.data() + i * seq);
   // From pageable memory: cudaMemcpyAsync returns once the source has been staged, so the vectors
   // may go out of scope.
   const size_t bytes = tokens.size() * 4;
@@ -332,6 +334,17 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
       else
         device_adam<T>(c, in, out, ctx, dc);
       break;
+    case Kernel::kAllToAllPack:
+    case Kernel::kAllToAllUnpack: {
+      expect(c, dc, c.inputs[0], t);
+      expect(c, dc, c.outputs[0], t);
+      const kernels::cpu::AllToAllShape shape{d[0], d[1], d[2], d[3], d[4], int(sizeof(T))};
+      call(c, [&] {
+        kc::run_copies(kernels::cpu::all_to_all_plan(shape, c.kernel == Kernel::kAllToAllPack, (c.flags & kToHeads) != 0),
+                       in[0], out[0], s);
+      });
+      break;
+    }
   }
 }
 

@@ -61,6 +61,15 @@ const Strategy kStrategies[] = {
     {"tp2_megatron_overlap", "-n 2 --set strategy.tp=2 --set strategy.sp_mode=megatron --set software.tp_comm_overlap=true"},
     {"tp4_megatron_overlap", "-n 4 --set strategy.tp=4 --set strategy.sp_mode=megatron --set software.tp_comm_overlap=true"},
     {"full_recompute", "-n 1 --set strategy.recompute=full"},
+    // Sequence parallelism over the sp axis (docs/sequence.md): Ulysses' all-to-alls (tiny-gpt's
+    // micro-batch of 2 exercises the batch dimension of the packing), alone, with a data-parallel
+    // pair (gradients reduced over the data-and-sequence group of 4), with TP, PP and ZeRO.
+    {"ulysses_sp2", "-n 2 --set strategy.sp=2 --set strategy.sp_mode=ulysses"},
+    {"ulysses_sp4", "-n 4 --set strategy.sp=4 --set strategy.sp_mode=ulysses"},
+    {"ulysses_sp2_dp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ulysses"},
+    {"ulysses_sp2_tp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ulysses --set strategy.tp=2"},
+    {"ulysses_sp2_pp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ulysses --set strategy.pp=2"},
+    {"ulysses_sp2_dp2_zero3", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ulysses --set strategy.zero_stage=3"},
 };
 
 void PrintTo(const Strategy& s, std::ostream* os) { *os << s.name; }
