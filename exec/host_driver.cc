@@ -16,6 +16,7 @@
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/layer_norm.h"
+#include "kernels/cpu/ring_attention.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/swiglu.h"
 #include "shared/error.h"
@@ -211,6 +212,33 @@ Pending HostDriver::compute(const TaskRef&, const Compute& c, const std::vector<
       if (out[3] != out[0]) std::memcpy(out[3], out[0], size_t(n) * 4);  // fp32: the parameter is the master
       break;
     }
+    case Kernel::kRingAttention:
+    case Kernel::kRingAttentionBwd: {
+      const cpu::RingBlock b{d[0], d[1], d[2], d[3], d[4], int(d[5])};
+      const int64_t q_cols = d[2] * d[4], kv_cols = d[3] * d[4], ld = q_cols + 2 * kv_cols;
+      const bool fwd = c.kernel == Kernel::kRingAttention;
+      const size_t block_at = fwd ? 1 : 4;  // the K/V block after the first step
+      const float* qkv = F(in[0]);
+      const bool remote = in.size() > block_at;
+      const float* k = remote ? F(in[block_at]) : qkv + q_cols;
+      const float* v = remote ? F(in[block_at]) + kv_cols : qkv + q_cols + kv_cols;
+      const int64_t kv_ld = remote ? 2 * kv_cols : ld;
+      if (fwd) {
+        cpu::ring_attention_forward(qkv, ld, k, kv_ld, v, kv_ld, b, (c.flags & kAccumulateOut) != 0, F(out[0]),
+                                    F(out[1]));
+      } else {
+        float* dkv = F(out[1]);
+        cpu::ring_attention_backward(qkv, ld, k, kv_ld, v, kv_ld, F(in[1]), F(in[2]), F(in[3]), b, F(out[0]), ld, dkv,
+                                     2 * kv_cols, dkv + kv_cols, 2 * kv_cols);
+      }
+      break;
+    }
+    case Kernel::kKvPack:
+      cpu::kv_pack(F(in[0]), d[0], d[1], d[2], F(out[0]));
+      break;
+    case Kernel::kKvUnpack:
+      cpu::kv_unpack(F(in[0]), d[0], d[1], d[2], F(out[0]));
+      break;
     case Kernel::kAllToAllPack:
     case Kernel::kAllToAllUnpack: {
       const cpu::AllToAllShape shape{d[0], d[1], d[2], d[3], d[4], 4};

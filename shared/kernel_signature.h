@@ -44,6 +44,10 @@ constexpr KernelArity arity(Kernel k) {
     case Kernel::kAdam: return {1, 4};  // in {grad}, out {master, m, v, param}
     case Kernel::kAllToAllPack:
     case Kernel::kAllToAllUnpack: return {1, 1};
+    case Kernel::kRingAttention: return {1, 2};     // + the K/V block after the first step
+    case Kernel::kRingAttentionBwd: return {4, 2};  // + the K/V block after the first step
+    case Kernel::kKvPack:
+    case Kernel::kKvUnpack: return {1, 1};
   }
   return {};
 }

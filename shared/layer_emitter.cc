@@ -10,18 +10,20 @@
 // norm outputs, masks and x, x2 are kept as sequence shards (all /t). Selective recompute drops the
 // attention core (probabilities, dropout) and recomputes it before the attention backward; full
 // recompute keeps x alone and re-runs the whole forward first (Phase::kRecompute).
+#include "shared/ring_attention.h"
 #include "shared/step_state.h"
 #include "shared/ulysses.h"
 
 namespace tandem {
 namespace {
 
-bool keeps_core(const StepState& st) { return !st.dims.flash; }
+bool keeps_core(const StepState& st) { return !st.dims.flash && !st.dims.ring_attention; }
 
 // The attention core: Q K^T, softmax, (dropout), times V.
 void attention_fwd(StepState& st, Phase ph, LayerActs& a, bool keep_probs) {
   const StepDims& d = st.dims;
   const int l = a.layer, mb = a.mb;
+  if (d.ring_attention) return ring_attention_forward(st, ph, a);
   std::vector<BufferId> out = {a.ctx, a.lse};
   if (keep_probs) {
     const int64_t scores = d.batch * d.att_heads * d.att_seq * d.att_seq;
@@ -214,9 +216,14 @@ BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dou
   std::vector<BufferId> in = {a.qkv, a.ctx, dctx, a.lse};
   for (BufferId id : {a.probs, a.amask, a.adrop})
     if (id != kNoId) in.push_back(id);
-  BufferId dqkv = st.allocate("dqkv", l, mb, d.n * d.qkv_out, d.dtype);
-  st.kernel(Kernel::kAttentionBwd, Phase::kBackward, l, mb, {d.batch, d.att_seq, d.att_heads, d.att_kv_heads, d.head_dim},
-            in, {dqkv}, kCausal, d.dtype);
+  BufferId dqkv = kNoId;
+  if (d.ring_attention) {
+    dqkv = ring_attention_backward(st, a, dctx);
+  } else {
+    dqkv = st.allocate("dqkv", l, mb, d.n * d.qkv_out, d.dtype);
+    st.kernel(Kernel::kAttentionBwd, Phase::kBackward, l, mb,
+              {d.batch, d.att_seq, d.att_heads, d.att_kv_heads, d.head_dim}, in, {dqkv}, kCausal, d.dtype);
+  }
   st.release(dctx);
   release_core(st, a);
   st.release(a.ctx);

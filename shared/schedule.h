@@ -134,8 +134,17 @@ enum class Kernel : uint8_t {
                        //   else:     x [batch, sp*s_local, cols/sp], block j = sequence chunk j
   kAllToAllUnpack,     // same dims  in {blocks [sp][batch, s_local, cols/sp]} out {y}
                        //   kToHeads: y [batch, sp*s_local, cols/sp]; else y [batch, s_local, cols]
+  // Ring attention (shared/ring_attention.h, kernels/cpu/ring_attention.h): one block of keys and
+  // values per ring step over this rank's 2*chunk zig-zag tokens; mode 0 local (causal), 1 keys of
+  // an earlier rank, 2 of a later one. K, V come from qkv for mode 0, else from kv [rows, 2 kv_cols].
+  kRingAttention,      // dims {batch, chunk, heads, kv_heads, head_dim, mode} in {qkv (, kv)} out {ctx, lse}
+                       //   merged into ctx, lse with kAccumulateOut, else written
+  kRingAttentionBwd,   // same dims  in {qkv, ctx, dctx, lse (, kv)} out {dqkv, dkv fp32}: dq into dqkv's
+                       //   Q columns, dK dV into dkv [rows, 2 kv_cols], both accumulated (+=)
+  kKvPack,             // dims {rows, q_cols, kv_cols} in {qkv} out {kv}: the K and V columns
+  kKvUnpack,           // same dims  in {dkv fp32} out {dqkv}: written into dqkv's K and V columns
 };
-inline constexpr int kKernelCount = 26;
+inline constexpr int kKernelCount = 30;
 
 // Compute flags.
 inline constexpr uint8_t kTransA = 1, kTransB = 2, kAccumulateOut = 4, kCausal = 8;

@@ -71,6 +71,10 @@ const char* to_string(Kernel k) {
     case Kernel::kAdam: return "adam";
     case Kernel::kAllToAllPack: return "a2a-pack";
     case Kernel::kAllToAllUnpack: return "a2a-unpack";
+    case Kernel::kRingAttention: return "ring-attention";
+    case Kernel::kRingAttentionBwd: return "ring-attention-bwd";
+    case Kernel::kKvPack: return "kv-pack";
+    case Kernel::kKvUnpack: return "kv-unpack";
   }
   return "?";
 }
@@ -108,6 +112,11 @@ double Compute::matmul_flops() const {
       return 4.0 * double(d[0]) * double(d[1]) * double(d[1]) * double(d[2]) * double(d[4]);
     case Kernel::kAttentionBwd:  // dQ, dK, dV, dP: twice the forward
       return 8.0 * double(d[0]) * double(d[1]) * double(d[1]) * double(d[2]) * double(d[4]);
+    case Kernel::kRingAttention:  // the whole (2 chunk)^2 square per step, as for kAttention: sp steps
+                                  // on each of sp ranks make the s x s square of the whole sequence
+      return 4.0 * double(d[0]) * 4.0 * double(d[1]) * double(d[1]) * double(d[2]) * double(d[4]);
+    case Kernel::kRingAttentionBwd:
+      return 8.0 * double(d[0]) * 4.0 * double(d[1]) * double(d[1]) * double(d[2]) * double(d[4]);
     default:
       return 0.0;
   }
@@ -186,6 +195,19 @@ double Compute::bytes_moved() const {
     case Kernel::kAllToAllPack:
     case Kernel::kAllToAllUnpack:  // a permutation: every element read once and written once
       return 2.0 * e * double(d[0]) * double(d[1]) * double(d[3] + 2 * d[4]);
+    case Kernel::kRingAttention: {  // read Q, the K/V block, the running ctx and lse; write ctx and lse
+      const double tokens = 2.0 * double(d[0]) * double(d[1]);
+      return e * tokens * double(d[4]) * (3.0 * double(d[2]) + 2.0 * double(d[3])) + 8.0 * tokens * double(d[2]);
+    }
+    case Kernel::kRingAttentionBwd: {  // twice the forward's, the dK/dV block in fp32
+      const double tokens = 2.0 * double(d[0]) * double(d[1]);
+      return 2.0 * e * tokens * double(d[4]) * (3.0 * double(d[2]) + 2.0 * double(d[3])) +
+             8.0 * tokens * double(d[4]) * double(d[3]) + 4.0 * tokens * double(d[2]);
+    }
+    case Kernel::kKvPack:
+      return 2.0 * e * double(d[0]) * 2.0 * double(d[2]);
+    case Kernel::kKvUnpack:
+      return (4.0 + e) * double(d[0]) * 2.0 * double(d[2]);
   }
   return 0.0;
 }

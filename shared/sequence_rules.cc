@@ -19,6 +19,9 @@ void check_sequence_rules(const StrategySpec& spec, const ModelSpec& model, cons
       fail("strategy.sp", "ulysses needs tp*sp = " + num(tp) + "*" + num(sp) + " = " + num(tp * sp) +
                               " to divide the kv heads, model.kv_heads = " + num(kv) + see("model.kv_heads") +
                               " (its all-to-all scatters the K and V heads too)");
+  } else if (model.dropout > 0) {
+    fail("strategy.sp_mode", "ring_attention runs the attention blockwise without attention dropout; set "
+                             "model.dropout = 0" + see("model.dropout"));
   } else if (model.seq_len % (2 * sp) != 0) {
     fail("strategy.sp", "ring_attention needs 2*sp = " + num(2 * sp) + " to divide model.seq_len = " +
                             num(model.seq_len) + see("model.seq_len") +

@@ -140,8 +140,6 @@ std::unique_ptr<ProgramGenerator> make_step_generator(const Scenario& sc, const 
   if (s.sp_mode == SpMode::kRing)
     throw Error(where + "strategy.sp_mode = " + to_string(s.sp_mode) +
                 ": Colossal-AI's ring self-attention is not generated yet (megatron, ulysses and ring_attention are)");
-  if (s.sp_mode == SpMode::kRingAttention)
-    throw Error(where + "strategy.sp_mode = ring_attention: not generated yet (megatron and ulysses are)");
   if (s.offload == Offload::kAuto || s.offload == Offload::kParams)
     throw Error(where + "strategy.offload = " + to_string(s.offload) +
                 ": only optimizer offload is generated so far (parameter offload and Gemini's auto "

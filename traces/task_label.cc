@@ -42,6 +42,10 @@ int shape_dims(Kernel k) {
     case Kernel::kAdam: return 1;             // n (not the step)
     case Kernel::kAllToAllPack:
     case Kernel::kAllToAllUnpack: return 5;
+    case Kernel::kRingAttention:
+    case Kernel::kRingAttentionBwd: return 6;  // with the mode: the steps' shapes differ
+    case Kernel::kKvPack:
+    case Kernel::kKvUnpack: return 3;
   }
   return 0;
 }

@@ -70,6 +70,14 @@ const Strategy kStrategies[] = {
     {"ulysses_sp2_tp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ulysses --set strategy.tp=2"},
     {"ulysses_sp2_pp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ulysses --set strategy.pp=2"},
     {"ulysses_sp2_dp2_zero3", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ulysses --set strategy.zero_stage=3"},
+    // Ring attention (causal, zig-zag split): K/V blocks around the ring, the dK/dV sums back home.
+    {"ring_attention_sp2", "-n 2 --set strategy.sp=2 --set strategy.sp_mode=ring_attention"},
+    {"ring_attention_sp4", "-n 4 --set strategy.sp=4 --set strategy.sp_mode=ring_attention"},
+    {"ring_attention_sp2_dp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ring_attention"},
+    {"ring_attention_sp2_pp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ring_attention --set strategy.pp=2"},
+    {"ring_attention_sp2_tp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ring_attention --set strategy.tp=2"},
+    {"ring_attention_sp2_full_recompute",
+     "-n 2 --set strategy.sp=2 --set strategy.sp_mode=ring_attention --set strategy.recompute=full"},
 };
 
 void PrintTo(const Strategy& s, std::ostream* os) { *os << s.name; }
