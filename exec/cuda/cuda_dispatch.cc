@@ -23,6 +23,7 @@
 #include "kernels/cuda/gelu.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/layer_norm.h"
+#include "kernels/cuda/ring_attention.h"
 #include "kernels/cuda/rms_norm.h"
 #include "kernels/cuda/swiglu.h"
 #include "shared/kernel_signature.h"
@@ -333,6 +334,45 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
         host_adam(c, in, out, ctx, dc);
       else
         device_adam<T>(c, in, out, ctx, dc);
+      break;
+    case Kernel::kRingAttention:
+    case Kernel::kRingAttentionBwd: {
+      const kernels::cpu::RingBlock b{d[0], d[1], d[2], d[3], d[4], int(d[5])};
+      const int64_t q_cols = d[2] * d[4], kv_cols = d[3] * d[4], ld = q_cols + 2 * kv_cols;
+      const bool fwd = c.kernel == Kernel::kRingAttention;
+      const size_t block_at = fwd ? 1 : 4;  // the K/V block after the first step
+      const bool remote = in.size() > block_at;
+      expect(c, dc, c.inputs[0], t);
+      if (remote) expect(c, dc, c.inputs[block_at], t);
+      const T* qkv = P<T>(in[0]);
+      const T* k = remote ? P<T>(in[block_at]) : qkv + q_cols;
+      const T* v = remote ? P<T>(in[block_at]) + kv_cols : qkv + q_cols + kv_cols;
+      const int64_t kv_ld = remote ? 2 * kv_cols : ld;
+      if (fwd) {
+        expect(c, dc, c.outputs[1], DType::kFp32);
+        call(c, [&] {
+          kc::ring_attention_forward(qkv, ld, k, kv_ld, v, kv_ld, b, (c.flags & kAccumulateOut) != 0, P<T>(out[0]),
+                                     F(out[1]), s);
+        });
+      } else {
+        expect(c, dc, c.outputs[1], DType::kFp32);
+        float* dkv = F(out[1]);
+        call(c, [&] {
+          kc::ring_attention_backward(qkv, ld, k, kv_ld, v, kv_ld, P<T>(in[1]), P<T>(in[2]), F(in[3]), b, P<T>(out[0]),
+                                      ld, dkv, 2 * kv_cols, dkv + kv_cols, 2 * kv_cols, s);
+        });
+      }
+      break;
+    }
+    case Kernel::kKvPack:
+      expect(c, dc, c.inputs[0], t);
+      expect(c, dc, c.outputs[0], t);
+      call(c, [&] { kc::kv_pack(P<T>(in[0]), d[0], d[1], d[2], P<T>(out[0]), s); });
+      break;
+    case Kernel::kKvUnpack:
+      expect(c, dc, c.inputs[0], DType::kFp32);
+      expect(c, dc, c.outputs[0], t);
+      call(c, [&] { kc::kv_unpack(F(in[0]), d[0], d[1], d[2], P<T>(out[0]), s); });
       break;
     case Kernel::kAllToAllPack:
     case Kernel::kAllToAllUnpack: {
