@@ -36,8 +36,8 @@ void attention_fwd(StepState& st, Phase ph, LayerActs& a, bool keep_probs) {
       out.push_back(a.adrop);
     }
   }
-  st.kernel(Kernel::kAttention, ph, l, mb, {d.batch, d.att_seq, d.att_heads, d.att_kv_heads, d.head_dim}, {a.qkv}, out, kCausal,
-            d.dtype);
+  st.kernel(Kernel::kAttention, ph, l, mb, {d.batch, d.att_seq, d.att_heads, d.att_kv_heads, d.head_dim}, {a.qkv}, out,
+            kCausal, d.dtype);
 }
 
 void release_core(StepState& st, LayerActs& a) {
@@ -137,7 +137,8 @@ void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferI
   attention_fwd(st, ph, a, keeps_core(st));
   if (rc == Recompute::kSelective) release_core(st, a);
   if (d.ulysses) ulysses_ctx_to_seq(st, ph, a);
-  BufferId o = row_parallel_fwd(st, ph, l, mb, d.ulysses ? a.ctx_seq : a.ctx, w.o, d.heads * d.head_dim, "o", "o_shard");
+  const BufferId ctx = d.ulysses ? a.ctx_seq : a.ctx;
+  BufferId o = row_parallel_fwd(st, ph, l, mb, ctx, w.o, d.heads * d.head_dim, "o", "o_shard");
   a.x2 = residual(st, ph, l, mb, o, a.x, &a.omask, "attn_out_mask", "x2");
 
   // MLP block.
