@@ -14,6 +14,7 @@
 
 #include <map>
 
+#include "shared/memory_timeline.h"
 #include "shared/schedule.h"
 #include "shared/schedule_validator.h"
 #include "tests/shared/schedule_test_util.h"
@@ -90,6 +91,25 @@ TEST(SequenceParallel, RingAttentionP2pVolumeIsTheClosedForm) {
       EXPECT_EQ(v.sends.at(4), 4 * sp) << "dK/dV sums";
       EXPECT_EQ(v.send_bytes.at(4), 4 * sp * block * 4);  // fp32
     }
+  }
+}
+
+// Every activation a rank keeps or makes is per token of its share of the sequence but the 4-byte
+// loss scalar, so the activation peak falls as 1/sp: peak(sp 4) = (peak(sp 2) - 4) / 2 + 4.
+TEST(SequenceParallel, ActivationPeakFallsAsOneOverSp) {
+  auto peak = [](const char* mode, int sp) {
+    const Schedule s(tiny({"cluster.gpus=" + std::to_string(sp), "strategy.sp=" + std::to_string(sp),
+                           std::string("strategy.sp_mode=") + mode}));
+    int64_t p = 0;
+    walk_memory(s.program(0), [&](const Task&, const MemoryBreakdown& m, int64_t) {
+      p = std::max(p, m[BufferRole::kActivation]);
+    });
+    return p;
+  };
+  for (const char* mode : {"ulysses", "ring_attention"}) {
+    const int64_t two = peak(mode, 2), four = peak(mode, 4);
+    EXPECT_GT(two, 4 * 64 * 1024) << mode;
+    EXPECT_EQ(four, (two - 4) / 2 + 4) << mode;
   }
 }
 
