@@ -5,8 +5,10 @@
 #include <fstream>
 
 #include "exec/exec_options.h"
+#include "exec/sequence_data.h"
 #include "exec/synthetic_data.h"
 #include "kernels/cpu/adamw.h"
+#include "kernels/cpu/all_to_all_layout.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/elementwise.h"
@@ -14,6 +16,7 @@
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/layer_norm.h"
+#include "kernels/cpu/ring_attention.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/split_layer_norm.h"
 #include "kernels/cpu/swiglu.h"
@@ -114,8 +117,8 @@ Pending HostDriver::compute(const TaskRef&, const Compute& c, const std::vector<
     case Kernel::kData: {
       const int64_t samples = d[1], seq = d[2];
       for (int64_t i = 0; i < samples; ++i)
-        ctx.data->sample(int64_t(ctx.step) * ctx.global_batch + d[0] + i, seq, I(out[0]) + i * seq,
-                         I(out[1]) + i * seq);
+        load_sample_chunks(*ctx.data, c, int64_t(ctx.step) * ctx.global_batch + d[0] + i, I(out[0]) + i * seq,
+                           I(out[1]) + i * seq);
       break;
     }
     case Kernel::kEmbedding:
@@ -228,6 +231,40 @@ Pending HostDriver::compute(const TaskRef&, const Compute& c, const std::vector<
       cpu::layer_norm_bwd_apply(F(in[0]), F(in[1]), F(in[2]), F(in[3]), F(in[4]), F(in[5]), d[0], d[1], F(out[0]),
                                 F(out[1]), F(out[2]));
       break;
+    case Kernel::kRingAttention:
+    case Kernel::kRingAttentionBwd: {
+      const cpu::RingBlock b{d[0], d[1], d[2], d[3], d[4], int(d[5])};
+      const int64_t q_cols = d[2] * d[4], kv_cols = d[3] * d[4], ld = q_cols + 2 * kv_cols;
+      const bool fwd = c.kernel == Kernel::kRingAttention;
+      const size_t block_at = fwd ? 1 : 4;  // the K/V block after the first step
+      const float* qkv = F(in[0]);
+      const bool remote = in.size() > block_at;
+      const float* k = remote ? F(in[block_at]) : qkv + q_cols;
+      const float* v = remote ? F(in[block_at]) + kv_cols : qkv + q_cols + kv_cols;
+      const int64_t kv_ld = remote ? 2 * kv_cols : ld;
+      if (fwd) {
+        cpu::ring_attention_forward(qkv, ld, k, kv_ld, v, kv_ld, b, (c.flags & kAccumulateOut) != 0, F(out[0]),
+                                    F(out[1]));
+      } else {
+        float* dkv = F(out[1]);
+        cpu::ring_attention_backward(qkv, ld, k, kv_ld, v, kv_ld, F(in[1]), F(in[2]), F(in[3]), b, F(out[0]), ld, dkv,
+                                     2 * kv_cols, dkv + kv_cols, 2 * kv_cols);
+      }
+      break;
+    }
+    case Kernel::kKvPack:
+      cpu::kv_pack(F(in[0]), d[0], d[1], d[2], F(out[0]));
+      break;
+    case Kernel::kKvUnpack:
+      cpu::kv_unpack(F(in[0]), d[0], d[1], d[2], F(out[0]));
+      break;
+    case Kernel::kAllToAllPack:
+    case Kernel::kAllToAllUnpack: {
+      const cpu::AllToAllShape shape{d[0], d[1], d[2], d[3], d[4], 4};
+      cpu::run_copies(cpu::all_to_all_plan(shape, c.kernel == Kernel::kAllToAllPack, (c.flags & kToHeads) != 0), in[0],
+                      out[0]);
+      break;
+    }
   }
   return kFinished;
 }

@@ -14,8 +14,8 @@ std::pair<BufferId, BufferId> load_batch(StepState& st, int mb) {
   BufferId targets = st.allocate("targets", -1, mb, d.n, DType::kInt32);
   const int64_t blocks = int64_t(d.tp2d_q) * d.tp2d_d, block = int64_t(d.tp2d_k) * d.tp2d_q + d.tp2d_i;
   const int64_t sample0 = ((int64_t(st.coord.dp) * st.micro_batches + mb) * blocks + block) * d.batch;
-  st.kernel(Kernel::kData, Phase::kForward, -1, mb, {sample0, d.batch, d.seq}, {}, {tokens, targets}, 0,
-            DType::kInt32);
+  st.kernel(Kernel::kData, Phase::kForward, -1, mb, {sample0, d.batch, d.seq, d.seq_chunks, d.seq_chunk}, {},
+            {tokens, targets}, d.zigzag ? kZigZag : 0, DType::kInt32);
   return {tokens, targets};
 }
 

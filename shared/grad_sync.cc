@@ -19,14 +19,17 @@
 // data-parallel group when the optimizer is sharded (an all-reduce over the model-parallel group,
 // as Megatron issues it, written as its factors), before Adam; the passes over the gradients and
 // weights that go with them are in the Adam task's bytes (shared/optimizer_bytes.h).
+// With the sequence split over the sp axis the data-parallel group is the data-and-sequence group
+// (shared/sequence_split.h), and the loss is summed over it too.
 #include "shared/optimizer_bytes.h"
+#include "shared/sequence_split.h"
 #include "shared/step_state.h"
 #include "shared/tp2d.h"
 
 namespace tandem {
 namespace {
 
-int zero_stage(const StepState& st) { return st.grid.dp() > 1 ? st.scenario.strategy.zero_stage : 0; }
+int zero_stage(const StepState& st) { return grad_group_size(st) > 1 ? st.scenario.strategy.zero_stage : 0; }
 bool offload_optimizer(const StepState& st) {
   return st.scenario.strategy.offload == Offload::kOptimizer;
 }
@@ -105,7 +108,7 @@ void gather_bucket(StepState& st, int k) {
   if (throttle == kNoId) st.program.alloc(bb.param, Stream::kGradComm);
   else st.program.alloc(bb.param, Stream::kGradComm, {throttle});
   dp_collective(st, CollectiveOp::kAllGather, bb.param_shard, bb.param, st.program.buffer_at(bb.param).bytes,
-                Phase::kForward, st.groups.dp(st.coord));
+                Phase::kForward, grad_group(st));
   bb.gathered = true;
 }
 
@@ -114,7 +117,7 @@ void gather_bucket(StepState& st, int k) {
 void emit_persistent_state(StepState& st) {
   const int zero = zero_stage(st);
   const int e = dtype_bytes(st.dims.dtype);
-  const int r = st.coord.dp;
+  const int r = grad_group_index(st);
   const bool off = offload_optimizer(st);
   const Placement opt_place = off ? Placement::kHost : Placement::kDevice;
   for (size_t k = 0; k < st.layout.buckets.size(); ++k) {
@@ -176,7 +179,7 @@ void emit_param_gathers(StepState& st) {
   const int e = dtype_bytes(st.dims.dtype);
   for (int k = st.bucket_count(); k-- > 0;)
     dp_collective(st, CollectiveOp::kAllGather, st.bucket(k).param_shard, st.bucket(k).param,
-                  st.layout.buckets[k].elements * e, Phase::kForward, st.groups.dp(st.coord));
+                  st.layout.buckets[k].elements * e, Phase::kForward, grad_group(st));
 }
 
 void ensure_params(StepState& st, int unit, bool forward) {
@@ -246,8 +249,8 @@ void sync_bucket(StepState& st, int k, int mb) {
       if (copy) dp_collective(st, CollectiveOp::kAllReduce, st.grads(u).table, st.grads(u).table,
                               st.program.buffer_at(st.grads(u).table).bytes, Phase::kBackward, emb);
     }
-  if (st.grid.dp() == 1) return;
-  const GroupId dp = st.groups.dp(st.coord);
+  if (grad_group_size(st) == 1) return;
+  const GroupId dp = grad_group(st);
   const int64_t bytes = gb.elements * e;
   if (zero == 0) {
     dp_collective(st, CollectiveOp::kAllReduce, bb.grad, bb.grad, bytes, Phase::kBackward, dp);
@@ -294,7 +297,7 @@ TaskId model_parallel_scalar(StepState& st, const char* name, ReduceOp reduce, T
   std::vector<Part> parts;
   if (st.grid.tp() > 1) parts.push_back({st.groups.tp(st.coord), Stream::kComm});
   if (st.grid.pp() > 1) parts.push_back({st.groups.pp(st.coord), Stream::kComm});
-  if (zero_stage(st) >= 1) parts.push_back({st.groups.dp(st.coord), Stream::kGradComm});
+  if (zero_stage(st) >= 1) parts.push_back({grad_group(st), Stream::kGradComm});
   if (parts.empty()) return after;
   const BufferId scalar = st.program.buffer(name, 4, DType::kFp32, BufferRole::kWorkspace);
   st.program.alloc(scalar, Stream::kComm);
@@ -377,14 +380,14 @@ void emit_optimizer(StepState& st) {
     }
     if ((zero == 1 || zero == 2) && !st.scenario.software.overlap_param_gather)
       dp_collective(st, CollectiveOp::kAllGather, bb.param_shard, bb.param, gb.elements * e, Phase::kOptimizer,
-                    st.groups.dp(st.coord));
+                    grad_group(st));
     st.release(zero < 2 ? bb.grad : bb.grad_shard);
   }
   if (st.loss() != kNoId) {
-    if (st.grid.dp() > 1) {
+    if (grad_group_size(st) > 1) {
       Collective c;
       c.op = CollectiveOp::kAllReduce;
-      c.group = st.groups.dp(st.coord);
+      c.group = grad_group(st);
       c.bytes = 4;
       c.dtype = DType::kFp32;
       c.phase = Phase::kOptimizer;

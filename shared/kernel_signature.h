@@ -47,6 +47,12 @@ constexpr KernelArity arity(Kernel k) {
     case Kernel::kLayerNormApply: return {5, 2};
     case Kernel::kLayerNormBwdPartialSums: return {5, 1};
     case Kernel::kLayerNormBwdApply: return {6, 3};
+    case Kernel::kAllToAllPack:
+    case Kernel::kAllToAllUnpack: return {1, 1};
+    case Kernel::kRingAttention: return {1, 2};     // + the K/V block after the first step
+    case Kernel::kRingAttentionBwd: return {4, 2};  // + the K/V block after the first step
+    case Kernel::kKvPack:
+    case Kernel::kKvUnpack: return {1, 1};
   }
   return {};
 }

@@ -10,20 +10,23 @@
 // norm outputs, masks and x, x2 are kept as sequence shards (all /t). Selective recompute drops the
 // attention core (probabilities, dropout) and recomputes it before the attention backward; full
 // recompute keeps x alone and re-runs the whole forward first (Phase::kRecompute).
+#include "shared/ring_attention.h"
 #include "shared/step_state.h"
 #include "shared/tp2d.h"
+#include "shared/ulysses.h"
 
 namespace tandem {
 
-bool keeps_core(const StepState& st) { return !st.dims.flash; }
+bool keeps_core(const StepState& st) { return !st.dims.flash && !st.dims.ring_attention; }
 
 // The attention core: Q K^T, softmax, (dropout), times V.
 void attention_fwd(StepState& st, Phase ph, LayerActs& a, bool keep_probs) {
   const StepDims& d = st.dims;
   const int l = a.layer, mb = a.mb;
+  if (d.ring_attention) return ring_attention_forward(st, ph, a);
   std::vector<BufferId> out = {a.ctx, a.lse};
   if (keep_probs) {
-    const int64_t scores = d.batch * d.heads * d.seq * d.seq;
+    const int64_t scores = d.batch * d.att_heads * d.att_seq * d.att_seq;
     a.probs = st.allocate("probs", l, mb, scores, d.dtype);
     out.push_back(a.probs);
     if (d.dropout) {
@@ -33,8 +36,8 @@ void attention_fwd(StepState& st, Phase ph, LayerActs& a, bool keep_probs) {
       out.push_back(a.adrop);
     }
   }
-  st.kernel(Kernel::kAttention, ph, l, mb, {d.batch, d.seq, d.heads, d.kv_heads, d.head_dim}, {a.qkv}, out, kCausal,
-            d.dtype);
+  st.kernel(Kernel::kAttention, ph, l, mb, {d.batch, d.att_seq, d.att_heads, d.att_kv_heads, d.head_dim}, {a.qkv}, out,
+            kCausal, d.dtype);
 }
 
 void release_core(StepState& st, LayerActs& a) {
@@ -131,11 +134,14 @@ void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferI
   // Attention block.
   st.norm_forward(ph, l, mb, a.x, w.ln1_w, w.ln1_b, &a.y1, &a.mean1, &a.rstd1, "y1", "mean1", "rstd1");
   column_parallel_fwd(st, ph, l, mb, a.y1, w.qkv, "y1_full", d.qkv_out, &a.qkv, "qkv");
+  if (d.ulysses) ulysses_qkv_to_heads(st, ph, a);
   a.ctx = st.allocate("ctx", l, mb, d.n * d.heads * d.head_dim, d.dtype);
-  a.lse = st.allocate("lse", l, mb, d.batch * d.heads * d.seq, DType::kFp32);
+  a.lse = st.allocate("lse", l, mb, d.batch * d.att_heads * d.att_seq, DType::kFp32);
   attention_fwd(st, ph, a, keeps_core(st));
   if (rc == Recompute::kSelective) release_core(st, a);
-  BufferId o = row_parallel_fwd(st, ph, l, mb, a.ctx, w.o, d.heads * d.head_dim, "o", "o_shard");
+  if (d.ulysses) ulysses_ctx_to_seq(st, ph, a);
+  const BufferId ctx = d.ulysses ? a.ctx_seq : a.ctx;
+  BufferId o = row_parallel_fwd(st, ph, l, mb, ctx, w.o, d.heads * d.head_dim, "o", "o_shard");
   a.x2 = residual(st, ph, l, mb, o, a.x, &a.omask, "attn_out_mask", "x2");
 
   // MLP block.
@@ -154,7 +160,7 @@ void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferI
   if (rc == Recompute::kFull && !recompute) {
     // Keep the layer input alone; everything else comes back in the backward's recompute.
     for (BufferId* id : {&a.mean1, &a.rstd1, &a.y1, &a.qkv, &a.ctx, &a.lse, &a.probs, &a.amask, &a.adrop,
-                         &a.omask, &a.x2, &a.mean2, &a.rstd2, &a.y2, &a.h1, &a.a1, &a.hmask}) {
+                         &a.omask, &a.x2, &a.mean2, &a.rstd2, &a.y2, &a.h1, &a.a1, &a.hmask, &a.ctx_seq}) {
       st.release(*id);
       *id = kNoId;
     }
@@ -204,19 +210,30 @@ BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dou
     st.kernel(Kernel::kDropoutBwd, Phase::kBackward, l, mb, {nh}, {dx2, a.omask}, {dob}, 0, d.dtype);
     st.release(a.omask);
   }
-  BufferId dctx = row_parallel_backward(st, l, mb, dob, a.ctx, w.o, g.o, d.heads * d.head_dim, "do_full", "dctx");
+  BufferId dctx = row_parallel_backward(st, l, mb, dob, d.ulysses ? a.ctx_seq : a.ctx, w.o, g.o, d.heads * d.head_dim,
+                                        "do_full", "dctx");
   if (dob != dx2) st.release(dob);
+  if (d.ulysses) {
+    st.release(a.ctx_seq);
+    dctx = ulysses_dctx_to_heads(st, a, dctx);
+  }
   if (rc == Recompute::kSelective && keeps_core(st)) attention_fwd(st, Phase::kRecompute, a, true);
   std::vector<BufferId> in = {a.qkv, a.ctx, dctx, a.lse};
   for (BufferId id : {a.probs, a.amask, a.adrop})
     if (id != kNoId) in.push_back(id);
-  BufferId dqkv = st.allocate("dqkv", l, mb, d.n * d.qkv_out, d.dtype);
-  st.kernel(Kernel::kAttentionBwd, Phase::kBackward, l, mb, {d.batch, d.seq, d.heads, d.kv_heads, d.head_dim}, in,
-            {dqkv}, kCausal, d.dtype);
+  BufferId dqkv = kNoId;
+  if (d.ring_attention) {
+    dqkv = ring_attention_backward(st, a, dctx);
+  } else {
+    dqkv = st.allocate("dqkv", l, mb, d.n * d.qkv_out, d.dtype);
+    st.kernel(Kernel::kAttentionBwd, Phase::kBackward, l, mb,
+              {d.batch, d.att_seq, d.att_heads, d.att_kv_heads, d.head_dim}, in, {dqkv}, kCausal, d.dtype);
+  }
   st.release(dctx);
   release_core(st, a);
   st.release(a.ctx);
   st.release(a.lse);
+  if (d.ulysses) dqkv = ulysses_dqkv_to_seq(st, a, dqkv);
   BufferId dy1 = st.column_parallel_backward(l, mb, dqkv, a.y1, w.qkv, g.qkv, d.qkv_out, "y1_full", "dy1", "dy1_shard");
   st.release(dqkv);
   st.release(a.qkv);

@@ -127,7 +127,7 @@ ParamLayout make_param_layout(const Scenario& sc, int stage, int ti) {
   GradBucket open;
   auto close = [&] {
     if (open.units.empty()) return;
-    const int64_t dp = st.dp;
+    const int64_t dp = int64_t(st.dp) * st.sp;  // sharded over the data and sequence ranks together
     open.elements = (open.elements + dp - 1) / dp * dp;
     open.shard_elements = open.elements / dp;
     lay.buckets.push_back(std::move(open));

@@ -17,7 +17,8 @@ GroupIds::GroupIds(const Scenario& scenario, const RankGrid& g) : grid_(&g) {
   dp_base_ = pp_base_ + g.dp() * g.tp() * g.sp();
   sp_base_ = dp_base_ + g.pp() * g.tp() * g.sp();
   emb_base_ = sp_base_ + (has_sp_ ? g.dp() * g.pp() * g.tp() : 0);
-  end_ = emb_base_ + (has_emb_ ? g.dp() * g.tp() * g.sp() : 0);
+  dsp_base_ = emb_base_ + (has_emb_ ? g.dp() * g.tp() * g.sp() : 0);
+  end_ = dsp_base_ + (has_sp_ ? g.pp() * g.tp() : 0);
 }
 
 GroupId GroupIds::end() const { return end_; }
@@ -31,6 +32,8 @@ GroupId GroupIds::sp(RankCoord c) const {
 GroupId GroupIds::embedding(RankCoord c) const {
   return has_emb_ ? emb_base_ + (c.dp * grid_->tp() + c.tp) * grid_->sp() + c.sp : kNoId;
 }
+
+GroupId GroupIds::data_seq(RankCoord c) const { return has_sp_ ? dsp_base_ + c.pp * grid_->tp() + c.tp : kNoId; }
 
 std::vector<ProcessGroup> make_process_groups(const Scenario& scenario, const RankGrid& g) {
   std::vector<ProcessGroup> groups;
@@ -64,6 +67,15 @@ std::vector<ProcessGroup> make_process_groups(const Scenario& scenario, const Ra
       for (int t = 0; t < g.tp(); ++t)
         for (int s = 0; s < g.sp(); ++s)
           add(GroupKind::kEmbedding, {g.rank({d, 0, t, s}), g.rank({d, g.pp() - 1, t, s})});
+  if (g.sp() > 1)
+    for (int p = 0; p < g.pp(); ++p)
+      for (int t = 0; t < g.tp(); ++t) {
+        std::vector<int> ranks;
+        for (int d = 0; d < g.dp(); ++d)
+          for (int s = 0; s < g.sp(); ++s) ranks.push_back(g.rank({d, p, t, s}));
+        add(GroupKind::kDp, std::move(ranks));
+        groups.back().axis = 1;
+      }
   append_tp2d_groups(scenario, g, groups);
   return groups;
 }

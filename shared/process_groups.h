@@ -2,7 +2,9 @@
 // dense and assigned kind by kind: tensor groups first (one per (dp, pp, sp)), then pipeline
 // (one per (dp, tp, sp)), data (one per (pp, tp, sp)), sequence when sp > 1 (one per
 // (dp, pp, tp)), and, when embeddings are tied across pipeline stages, the embedding groups
-// {first stage, last stage} (one per (dp, tp, sp)); then the row and column groups of 2D tensor
+// {first stage, last stage} (one per (dp, tp, sp)), and when sp > 1 the data-and-sequence groups
+// (kind kDp, axis 1; one per (pp, tp), ranks in (dp, sp) order) over which the gradients of
+// ring-attention and Ulysses runs are reduced; then the row and column groups of 2D tensor
 // parallelism (shared/tp2d_groups.h). Within a group, ranks are in axis order.
 #pragma once
 
@@ -23,11 +25,12 @@ struct GroupIds {
   GroupId dp(RankCoord c) const;
   GroupId sp(RankCoord c) const;         // kNoId when sp == 1
   GroupId embedding(RankCoord c) const;  // kNoId when there is no embedding group
+  GroupId data_seq(RankCoord c) const;   // kNoId when sp == 1
   GroupId end() const;                    // the first id after these groups (shared/tp2d_groups.h)
 
  private:
   const RankGrid* grid_;
-  GroupId tp_base_, pp_base_, dp_base_, sp_base_, emb_base_;
+  GroupId tp_base_, pp_base_, dp_base_, sp_base_, emb_base_, dsp_base_;
   bool has_sp_, has_emb_;
   GroupId end_;
 };

@@ -11,6 +11,10 @@ int64_t estimate_program_tasks(const Scenario& sc) {
   const bool sharded_grads = s.dp > 1 && s.zero_stage >= 2;
   const bool overlap = sc.software.tp_comm_overlap && s.sp_mode == SpMode::kMegatron && s.tp > 1;
   int64_t per_layer = 100 + (sharded_grads ? 16 : 0) + (overlap ? checked_mul(32, s.tp, what) : 0);
+  // Sequence parallelism over the sp axis: Ulysses' four exchanges (about 36 tasks), ring
+  // attention's sp steps forward and backward (about 14 tasks a step, measured on tiny-gpt).
+  if (s.sp > 1 && s.sp_mode == SpMode::kUlysses) per_layer += 40;
+  if (s.sp > 1 && s.sp_mode == SpMode::kRingAttention) per_layer = checked_add(per_layer, checked_mul(16, s.sp, what), what);
   if (s.recompute == Recompute::kFull) per_layer *= 2;
   else if (s.recompute == Recompute::kSelective) per_layer += 20;
   const int64_t per_micro_batch = checked_add(checked_mul(layers, per_layer, what), 80, what);

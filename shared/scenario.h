@@ -19,7 +19,7 @@ enum class Norm : uint8_t { kLayerNorm, kRmsNorm };
 enum class Activation : uint8_t { kGelu, kSwiglu };
 enum class TpMode : uint8_t { k1d, k2d, k2p5d, k3d };
 enum class PpSchedule : uint8_t { kGpipe, k1f1b, kInterleaved };
-enum class SpMode : uint8_t { kNone, kMegatron, kRing, kUlysses };
+enum class SpMode : uint8_t { kNone, kMegatron, kRing, kUlysses, kRingAttention };
 enum class Recompute : uint8_t { kNone, kSelective, kFull };
 enum class Offload : uint8_t { kNone, kOptimizer, kParams, kAuto };
 enum class Topology : uint8_t { kFatTree, kRailOptimized };

@@ -31,7 +31,8 @@ inline constexpr Spelling<TpMode> kTpModeSpellings[] = {
 inline constexpr Spelling<PpSchedule> kPpScheduleSpellings[] = {
     {PpSchedule::kGpipe, "gpipe"}, {PpSchedule::k1f1b, "1f1b"}, {PpSchedule::kInterleaved, "interleaved"}};
 inline constexpr Spelling<SpMode> kSpModeSpellings[] = {
-    {SpMode::kNone, "none"}, {SpMode::kMegatron, "megatron"}, {SpMode::kRing, "ring"}, {SpMode::kUlysses, "ulysses"}};
+    {SpMode::kNone, "none"}, {SpMode::kMegatron, "megatron"}, {SpMode::kRing, "ring"}, {SpMode::kUlysses, "ulysses"},
+    {SpMode::kRingAttention, "ring_attention"}};
 inline constexpr Spelling<Recompute> kRecomputeSpellings[] = {
     {Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}};
 inline constexpr Spelling<Offload> kOffloadSpellings[] = {{Offload::kNone, "none"},

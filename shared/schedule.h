@@ -98,7 +98,9 @@ enum class Phase : uint8_t { kForward, kBackward, kRecompute, kOptimizer };
 // Each kernel's contract: dims (Compute::dims) and buffers, in order. Layouts are row-major;
 // weights are [out_features, in_features] (Y = X W^T). n_tok = micro_batch * local sequence.
 enum class Kernel : uint8_t {
-  kData,               // dims {sample_begin, samples, seq}           out {tokens, targets} int32
+  kData,               // dims {sample_begin, samples, seq (, chunks, chunk)} out {tokens, targets} int32
+                       //   chunks > 1: the sequence is split in `chunks` equal parts and each sample
+                       //   holds part `chunk` (and part chunks-1-chunk with kZigZag); seq = held length
   kEmbedding,          // dims {n_tok, hidden, rows, row_offset}      in {tokens, table} out {x}
   kEmbeddingBwd,       // same dims                                   in {tokens, dx} out {dtable}+=
   kLayerNorm,          // dims {rows, cols}      in {x, gamma, beta}  out {y, mean, rstd}
@@ -133,11 +135,31 @@ enum class Kernel : uint8_t {
   kLayerNormBwdPartialSums,  // dims {rows, cols, full_cols} in {dy, x, gamma, mean, rstd}
                              //   out {sums [rows, 2]}: sum(g) / full_cols, sum(g xhat) / full_cols, g = dy gamma
   kLayerNormBwdApply,        // dims {rows, cols} in {dy, x, gamma, mean, rstd, sums} out {dx, dgamma+=, dbeta+=}
+  // Sequence parallelism (shared/ulysses.h): the layout changes around an all-to-all over the sp
+  // group. cols = q_cols + 2 kv_cols (the Q, K, V segments; kv_cols 0 for the context), each
+  // segment split in sp equal parts. Flag kToHeads: sequence-split -> head-split, else back.
+  kAllToAllPack,       // dims {batch, s_local, sp, q_cols, kv_cols} in {x} out {blocks [sp][batch, s_local, cols/sp]}
+                       //   kToHeads: x [batch, s_local, cols], block j = part j of each segment
+                       //   else:     x [batch, sp*s_local, cols/sp], block j = sequence chunk j
+  kAllToAllUnpack,     // same dims  in {blocks [sp][batch, s_local, cols/sp]} out {y}
+                       //   kToHeads: y [batch, sp*s_local, cols/sp]; else y [batch, s_local, cols]
+  // Ring attention (shared/ring_attention.h, kernels/cpu/ring_attention.h): one block of keys and
+  // values per ring step over this rank's 2*chunk zig-zag tokens; mode 0 local (causal), 1 keys of
+  // an earlier rank, 2 of a later one. K, V come from qkv for mode 0, else from kv [rows, 2 kv_cols].
+  kRingAttention,      // dims {batch, chunk, heads, kv_heads, head_dim, mode} in {qkv (, kv)} out {ctx, lse}
+                       //   merged into ctx, lse with kAccumulateOut, else written
+  kRingAttentionBwd,   // same dims  in {qkv, ctx, dctx, lse (, kv)} out {dqkv, dkv fp32}: dq into dqkv's
+                       //   Q columns, dK dV into dkv [rows, 2 kv_cols], both accumulated (+=)
+  kKvPack,             // dims {rows, q_cols, kv_cols} in {qkv} out {kv}: the K and V columns
+  kKvUnpack,           // same dims  in {dkv fp32} out {dqkv}: written into dqkv's K and V columns
 };
-inline constexpr int kKernelCount = 29;
+inline constexpr int kKernelCount = 35;
 
 // Compute flags.
 inline constexpr uint8_t kTransA = 1, kTransB = 2, kAccumulateOut = 4, kCausal = 8;
+// kToHeads: the all-to-all kernels' direction. kZigZag: kData loads sequence chunks c and
+// chunks-1-c (ring attention's load-balanced causal split, shared/ring_attention.h).
+inline constexpr uint8_t kToHeads = 16, kZigZag = 32;
 
 struct Compute {
   Kernel kernel = Kernel::kGemm;

@@ -74,6 +74,12 @@ const char* to_string(Kernel k) {
     case Kernel::kLayerNormApply: return "layernorm-apply";
     case Kernel::kLayerNormBwdPartialSums: return "layernorm-bwd-partial-sums";
     case Kernel::kLayerNormBwdApply: return "layernorm-bwd-apply";
+    case Kernel::kAllToAllPack: return "a2a-pack";
+    case Kernel::kAllToAllUnpack: return "a2a-unpack";
+    case Kernel::kRingAttention: return "ring-attention";
+    case Kernel::kRingAttentionBwd: return "ring-attention-bwd";
+    case Kernel::kKvPack: return "kv-pack";
+    case Kernel::kKvUnpack: return "kv-unpack";
   }
   return "?";
 }
@@ -111,6 +117,11 @@ double Compute::matmul_flops() const {
       return 4.0 * double(d[0]) * double(d[1]) * double(d[1]) * double(d[2]) * double(d[4]);
     case Kernel::kAttentionBwd:  // dQ, dK, dV, dP: twice the forward
       return 8.0 * double(d[0]) * double(d[1]) * double(d[1]) * double(d[2]) * double(d[4]);
+    case Kernel::kRingAttention:  // the whole (2 chunk)^2 square per step, as for kAttention: sp steps
+                                  // on each of sp ranks make the s x s square of the whole sequence
+      return 4.0 * double(d[0]) * 4.0 * double(d[1]) * double(d[1]) * double(d[2]) * double(d[4]);
+    case Kernel::kRingAttentionBwd:
+      return 8.0 * double(d[0]) * 4.0 * double(d[1]) * double(d[1]) * double(d[2]) * double(d[4]);
     default:
       return 0.0;
   }
@@ -119,7 +130,7 @@ double Compute::matmul_flops() const {
 std::array<int64_t, 6> Compute::shape_dims() const {
   std::array<int64_t, 6> d = dims;
   switch (kernel) {
-    case Kernel::kData: d[0] = 0; break;
+    case Kernel::kData: d[0] = 0, d[4] = 0; break;
     case Kernel::kEmbedding:
     case Kernel::kEmbeddingBwd: d[3] = 0; break;
     case Kernel::kCrossEntropyMax:
@@ -195,6 +206,22 @@ double Compute::bytes_moved() const {
       return 2.0 * e * double(d[0]) * double(d[1]) + 16.0 * double(d[0]);
     case Kernel::kLayerNormBwdApply:  // read dy and x, write dx
       return 3.0 * e * double(d[0]) * double(d[1]) + 16.0 * double(d[0]);
+    case Kernel::kAllToAllPack:
+    case Kernel::kAllToAllUnpack:  // a permutation: every element read once and written once
+      return 2.0 * e * double(d[0]) * double(d[1]) * double(d[3] + 2 * d[4]);
+    case Kernel::kRingAttention: {  // read Q, the K/V block, the running ctx and lse; write ctx and lse
+      const double tokens = 2.0 * double(d[0]) * double(d[1]);
+      return e * tokens * double(d[4]) * (3.0 * double(d[2]) + 2.0 * double(d[3])) + 8.0 * tokens * double(d[2]);
+    }
+    case Kernel::kRingAttentionBwd: {  // twice the forward's, the dK/dV block in fp32
+      const double tokens = 2.0 * double(d[0]) * double(d[1]);
+      return 2.0 * e * tokens * double(d[4]) * (3.0 * double(d[2]) + 2.0 * double(d[3])) +
+             8.0 * tokens * double(d[4]) * double(d[3]) + 4.0 * tokens * double(d[2]);
+    }
+    case Kernel::kKvPack:
+      return 2.0 * e * double(d[0]) * 2.0 * double(d[2]);
+    case Kernel::kKvUnpack:
+      return (4.0 + e) * double(d[0]) * 2.0 * double(d[2]);
   }
   return 0.0;
 }

@@ -1,11 +1,13 @@
 // The strategy generators: the program of one rank for one training iteration of a decoder
 // transformer under data parallelism (gradient buckets, ZeRO 1-3), 1D tensor parallelism
 // (Megatron column/row splits, vocabulary-parallel embedding and loss), 2D and 2.5D tensor
-// parallelism (Optimus SUMMA, Tesseract; shared/tp2d.h), Megatron sequence
-// parallelism, pipeline parallelism (GPipe, 1F1B, interleaved 1F1B) and full or selective
-// activation recompute.
+// parallelism (Optimus SUMMA, Tesseract; shared/tp2d.h), Megatron sequence parallelism, Ulysses
+// and ring-attention sequence parallelism over the sp axis (shared/ulysses.h,
+// shared/ring_attention.h), pipeline parallelism (GPipe, 1F1B, interleaved 1F1B) and full or
+// selective activation recompute.
 //
-// Not yet generated (the scenario is rejected with a clear message): 3D tensor parallelism, ring and Ulysses sequence parallelism, parameter offload and Gemini's auto
+// Not yet generated (the scenario is rejected with a clear message): 3D tensor parallelism,
+// Colossal-AI's ring self-attention, parameter offload and Gemini's auto
 // placement. Optimizer offload is generated. The IR already carries what they
 // need (broadcast/reduce collectives, group axes, host placement, copy streams).
 #pragma once

@@ -2,11 +2,12 @@
 
 #include "shared/error.h"
 #include "shared/tp2d_groups.h"
+#include "shared/sequence_split.h"
 
 namespace tandem {
 namespace {
 
-StepDims make_dims(const Scenario& sc, int tp_index) {
+StepDims make_dims(const Scenario& sc, int tp_index, int sp_index) {
   const ModelSpec& m = sc.model;
   const StrategySpec& s = sc.strategy;
   StepDims d;
@@ -45,6 +46,10 @@ StepDims make_dims(const Scenario& sc, int tp_index) {
     d.vocab = m.vocab;
     d.vocab_offset = 0;
   }
+  d.att_seq = d.seq;
+  d.att_heads = d.heads;
+  d.att_kv_heads = d.kv_heads;
+  apply_sequence_split(sc, sp_index, &d);
   return d;
 }
 
@@ -62,7 +67,7 @@ StepState::StepState(const Scenario& sc, const RankGrid& g, int r)
       coord(g.coord(r)),
       groups(sc, g),
       micro_batches(sc.strategy.micro_batches()),
-      dims(make_dims(sc, coord.tp)),
+      dims(make_dims(sc, coord.tp, coord.sp)),
       layout(make_param_layout(sc, coord.pp, coord.tp)),
       program(r),
       param_views_(layout.units.size()),

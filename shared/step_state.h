@@ -48,6 +48,17 @@ struct StepDims {
     if (!fp8 || layer < 0) return dtype;
     return backward ? DType::kFp8E5M2 : DType::kFp8E4M3;
   }
+
+  // Sequence parallelism over the sp axis (sp_mode ulysses or ring_attention): n, n_local and seq
+  // are this rank's share of the sequence; the data task loads chunk seq_chunk of seq_chunks
+  // (and chunk seq_chunks-1-seq_chunk with zigzag). The attention kernels see att_seq tokens and
+  // att_heads (att_kv_heads) heads: with Ulysses the whole sequence and heads/sp.
+  int sp = 1;
+  bool ulysses = false;
+  bool ring_attention = false;
+  bool zigzag = false;
+  int64_t seq_chunks = 0, seq_chunk = 0;
+  int64_t att_seq = 0, att_heads = 0, att_kv_heads = 0;
 };
 
 // Parameter (or gradient) views of one unit. kNoId where the unit has no such tensor.
@@ -64,6 +75,7 @@ struct LayerActs {
   BufferId x = kNoId, mean1 = kNoId, rstd1 = kNoId, y1 = kNoId, qkv = kNoId, ctx = kNoId, lse = kNoId;
   BufferId probs = kNoId, amask = kNoId, adrop = kNoId, omask = kNoId;
   BufferId x2 = kNoId, mean2 = kNoId, rstd2 = kNoId, y2 = kNoId, h1 = kNoId, a1 = kNoId, hmask = kNoId;
+  BufferId ctx_seq = kNoId;  // Ulysses: the context back on the sequence split (the o projection's input)
 };
 
 struct HeadActs {
@@ -100,6 +112,7 @@ class StepState {
   ProgramBuilder program;   // the program being written
 
   GroupId tp_group() const { return groups.tp(coord); }
+  GroupId sp_group() const { return groups.sp(coord); }
   // Whether this rank runs the last virtual stage's head (and so computes the loss).
   bool holds_head() const { return layout.units.back().kind == ParamUnit::Kind::kHead; }
   // The parameter units of model chunk `chunk`, in forward order.

@@ -4,6 +4,7 @@
 
 #include "shared/error.h"
 #include "shared/scenario_resolver.h"
+#include "shared/sequence_rules.h"
 
 namespace tandem {
 
@@ -171,9 +172,10 @@ StrategySpec Resolver::strategy(const ModelSpec& model, const ClusterSpec& clust
   }
 
   // Sequence parallelism.
-  const bool sp_axis = spec.sp_mode == SpMode::kRing || spec.sp_mode == SpMode::kUlysses;
+  const bool sp_axis =
+      spec.sp_mode == SpMode::kRing || spec.sp_mode == SpMode::kUlysses || spec.sp_mode == SpMode::kRingAttention;
   if (spec.sp > 1 && !sp_axis) {
-    fail("strategy.sp", "sp = " + num(spec.sp) + " needs sp_mode ring or ulysses, not " + to_string(spec.sp_mode) +
+    fail("strategy.sp", "sp = " + num(spec.sp) + " needs sp_mode ring, ulysses or ring_attention, not " + to_string(spec.sp_mode) +
                             see("strategy.sp_mode") +
                             (spec.sp_mode == SpMode::kMegatron ? " (megatron sequence parallelism runs over the tp group)" : ""));
   }
@@ -189,6 +191,9 @@ StrategySpec Resolver::strategy(const ModelSpec& model, const ClusterSpec& clust
                             " to divide model.heads = " + num(model.heads) + see("model.heads") +
                             " (its all-to-all scatters heads)");
   }
+  check_sequence_rules(
+      spec, model, [this](const std::string& f, const std::string& r) { fail(f, r); },
+      [this](const std::string& f) { return see(f); });
   if (spec.sp_mode == SpMode::kMegatron) {
     if (spec.tp_mode != TpMode::k1d) {
       fail("strategy.sp_mode", std::string("megatron sequence parallelism works with tp_mode 1d only, not ") +

@@ -209,6 +209,20 @@ double ComputeCostModel::time_s(const Compute& c, bool on_host) const {
       if (peak_tflops > 0 && eff > 0) t = std::max(t, c.matmul_flops() / (peak_tflops * 1e12 * eff));
       return t + cluster_.kernel_launch_us * 1e-6;
     }
+    case Kernel::kRingAttention:
+    case Kernel::kRingAttentionBwd: {
+      // A ring step is FlashAttention over 2*chunk queries (shared/ring_attention.h): the local
+      // block causal (costed as kAttention is, on the square's flops), the others unmasked over
+      // half the square (2c x c).
+      const bool bwd = c.kernel == Kernel::kRingAttentionBwd, causal = d[5] == 0;
+      const double peak_tflops = cluster_.peak_tflops(c.dtype), hd = double(d[4]);
+      double eff = flash_attention_efficiency(family_, bwd, causal, 2.0 * double(d[1]), hd, peak_tflops);
+      if (eff < 0) eff = (bwd ? kFlashFallbackBackward : kFlashFallbackForward) * hd / (hd + kFlashFallbackKHalf);
+      double t = bytes / (cluster_.hbm_bandwidth_gbps * 1e9 * memory_eff_);
+      const double flops = c.matmul_flops() * (causal ? 1.0 : 0.5);
+      if (peak_tflops > 0 && eff > 0) t = std::max(t, flops / (peak_tflops * 1e12 * eff));
+      return t + cluster_.kernel_launch_us * 1e-6;
+    }
     default: return stream_s(bytes);
   }
 }

@@ -45,6 +45,12 @@ int shape_dims(Kernel k) {
     case Kernel::kLayerNormBwdPartialSums: return 3;  // rows, cols, full_cols
     case Kernel::kLayerNormApply:
     case Kernel::kLayerNormBwdApply: return 2;
+    case Kernel::kAllToAllPack:
+    case Kernel::kAllToAllUnpack: return 5;
+    case Kernel::kRingAttention:
+    case Kernel::kRingAttentionBwd: return 6;  // with the mode: the steps' shapes differ
+    case Kernel::kKvPack:
+    case Kernel::kKvUnpack: return 3;
   }
   return 0;
 }

@@ -11,9 +11,11 @@
 #include "exec/cuda/bf16_host.h"
 #include "exec/cuda/cuda_check.h"
 #include "exec/exec_options.h"
+#include "exec/sequence_data.h"
 #include "exec/synthetic_data.h"
 #include "kernels/cpu/adamw.h"
 #include "kernels/cuda/adamw.h"
+#include "kernels/cuda/all_to_all_layout.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cross_entropy.h"
 #include "kernels/cuda/elementwise.h"
@@ -21,6 +23,7 @@
 #include "kernels/cuda/gelu.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/layer_norm.h"
+#include "kernels/cuda/ring_attention.h"
 #include "kernels/cuda/rms_norm.h"
 #include "kernels/cuda/split_layer_norm.h"
 #include "kernels/cuda/swiglu.h"
@@ -84,8 +87,8 @@ void data(const Compute& c, const std::vector<void*>& out, const StepContext& ct
   const int64_t samples = d[1], seq = d[2];
   std::vector<int32_t> tokens(size_t(samples * seq)), targets(size_t(samples * seq));
   for (int64_t i = 0; i < samples; ++i)
-    ctx.data->sample(int64_t(ctx.step) * ctx.global_batch + d[0] + i, seq, tokens.data() + i * seq,
-                     targets.data() + i * seq);
+    load_sample_chunks(*ctx.data, c, int64_t(ctx.step) * ctx.global_batch + d[0] + i, tokens.data() + i * seq,
+                       targets.data() + i * seq);
   // From pageable memory: cudaMemcpyAsync returns once the source has been staged, so the vectors
   // may go out of scope.
   const size_t bytes = tokens.size() * 4;
@@ -364,6 +367,56 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
                                  P<T>(out[0]), P<T>(out[1]), P<T>(out[2]), s);
       });
       break;
+    case Kernel::kRingAttention:
+    case Kernel::kRingAttentionBwd: {
+      const kernels::cpu::RingBlock b{d[0], d[1], d[2], d[3], d[4], int(d[5])};
+      const int64_t q_cols = d[2] * d[4], kv_cols = d[3] * d[4], ld = q_cols + 2 * kv_cols;
+      const bool fwd = c.kernel == Kernel::kRingAttention;
+      const size_t block_at = fwd ? 1 : 4;  // the K/V block after the first step
+      const bool remote = in.size() > block_at;
+      expect(c, dc, c.inputs[0], t);
+      if (remote) expect(c, dc, c.inputs[block_at], t);
+      const T* qkv = P<T>(in[0]);
+      const T* k = remote ? P<T>(in[block_at]) : qkv + q_cols;
+      const T* v = remote ? P<T>(in[block_at]) + kv_cols : qkv + q_cols + kv_cols;
+      const int64_t kv_ld = remote ? 2 * kv_cols : ld;
+      if (fwd) {
+        expect(c, dc, c.outputs[1], DType::kFp32);
+        call(c, [&] {
+          kc::ring_attention_forward(qkv, ld, k, kv_ld, v, kv_ld, b, (c.flags & kAccumulateOut) != 0, P<T>(out[0]),
+                                     F(out[1]), s);
+        });
+      } else {
+        expect(c, dc, c.outputs[1], DType::kFp32);
+        float* dkv = F(out[1]);
+        call(c, [&] {
+          kc::ring_attention_backward(qkv, ld, k, kv_ld, v, kv_ld, P<T>(in[1]), P<T>(in[2]), F(in[3]), b, P<T>(out[0]),
+                                      ld, dkv, 2 * kv_cols, dkv + kv_cols, 2 * kv_cols, s);
+        });
+      }
+      break;
+    }
+    case Kernel::kKvPack:
+      expect(c, dc, c.inputs[0], t);
+      expect(c, dc, c.outputs[0], t);
+      call(c, [&] { kc::kv_pack(P<T>(in[0]), d[0], d[1], d[2], P<T>(out[0]), s); });
+      break;
+    case Kernel::kKvUnpack:
+      expect(c, dc, c.inputs[0], DType::kFp32);
+      expect(c, dc, c.outputs[0], t);
+      call(c, [&] { kc::kv_unpack(F(in[0]), d[0], d[1], d[2], P<T>(out[0]), s); });
+      break;
+    case Kernel::kAllToAllPack:
+    case Kernel::kAllToAllUnpack: {
+      expect(c, dc, c.inputs[0], t);
+      expect(c, dc, c.outputs[0], t);
+      const kernels::cpu::AllToAllShape shape{d[0], d[1], d[2], d[3], d[4], int(sizeof(T))};
+      call(c, [&] {
+        kc::run_copies(kernels::cpu::all_to_all_plan(shape, c.kernel == Kernel::kAllToAllPack, (c.flags & kToHeads) != 0),
+                       in[0], out[0], s);
+      });
+      break;
+    }
   }
 }
 

@@ -72,6 +72,23 @@ const Strategy kStrategies[] = {
     // 2.5D (Tesseract): two depth layers of 2 x 2, each micro-batch of 4 split over the 4 rows.
     {"tp2p5d_q2_d2", "-n 8 --set strategy.tp=8 --set strategy.tp_mode=2.5d --set strategy.tp_depth=2 "
                      "--set strategy.micro_batch=4"},
+    // Sequence parallelism over the sp axis (docs/sequence.md): Ulysses' all-to-alls (tiny-gpt's
+    // micro-batch of 2 exercises the batch dimension of the packing), alone, with a data-parallel
+    // pair (gradients reduced over the data-and-sequence group of 4), with TP, PP and ZeRO.
+    {"ulysses_sp2", "-n 2 --set strategy.sp=2 --set strategy.sp_mode=ulysses"},
+    {"ulysses_sp4", "-n 4 --set strategy.sp=4 --set strategy.sp_mode=ulysses"},
+    {"ulysses_sp2_dp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ulysses"},
+    {"ulysses_sp2_tp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ulysses --set strategy.tp=2"},
+    {"ulysses_sp2_pp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ulysses --set strategy.pp=2"},
+    {"ulysses_sp2_dp2_zero3", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ulysses --set strategy.zero_stage=3"},
+    // Ring attention (causal, zig-zag split): K/V blocks around the ring, the dK/dV sums back home.
+    {"ring_attention_sp2", "-n 2 --set strategy.sp=2 --set strategy.sp_mode=ring_attention"},
+    {"ring_attention_sp4", "-n 4 --set strategy.sp=4 --set strategy.sp_mode=ring_attention"},
+    {"ring_attention_sp2_dp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ring_attention"},
+    {"ring_attention_sp2_pp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ring_attention --set strategy.pp=2"},
+    {"ring_attention_sp2_tp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ring_attention --set strategy.tp=2"},
+    {"ring_attention_sp2_full_recompute",
+     "-n 2 --set strategy.sp=2 --set strategy.sp_mode=ring_attention --set strategy.recompute=full"},
 };
 
 void PrintTo(const Strategy& s, std::ostream* os) { *os << s.name; }

@@ -266,6 +266,13 @@ TEST(hostile_input, ProgramEstimateByHand) {
   // Two stages: 2 layers each, 4 micro-batches: 4 x (2 x 100 + 80) + 4 x 40 + 1024.
   EXPECT_EQ(estimate_program_tasks(load_scenario(kTiny, {"strategy.pp=2", "cluster.gpus=2"})),
             4 * (2 * 100 + 80) + 4 * 40 + 1024);
+  // Ulysses adds 40 a layer, ring attention 16 a ring step: 4 x (4 x (100 + 16 x 4) + 80) + ...
+  EXPECT_EQ(estimate_program_tasks(
+                load_scenario(kTiny, {"cluster.gpus=2", "strategy.sp=2", "strategy.sp_mode=ulysses"})),
+            4 * (4 * 140 + 80) + 6 * 40 + 1024);
+  EXPECT_EQ(estimate_program_tasks(
+                load_scenario(kTiny, {"cluster.gpus=4", "strategy.sp=4", "strategy.sp_mode=ring_attention"})),
+            4 * (4 * 164 + 80) + 6 * 40 + 1024);
 }
 
 // The estimate bounds the generated programs from above, and not by much, on every strategy.
@@ -280,6 +287,9 @@ TEST(hostile_input, ProgramEstimateIsAnUpperBound) {
       {"cluster.gpus=4", "strategy.pp=2", "strategy.tp=2", "strategy.recompute=selective"},
       {"cluster.gpus=2", "strategy.pp=2", "strategy.pp_schedule=interleaved", "strategy.virtual_stages=2",
        "model.tied_embeddings=true"},
+      {"cluster.gpus=4", "strategy.sp=4", "strategy.sp_mode=ulysses", "strategy.recompute=full"},
+      {"cluster.gpus=8", "strategy.sp=8", "strategy.sp_mode=ring_attention", "model.heads=8", "model.seq_len=64"},
+      {"cluster.gpus=4", "strategy.sp=2", "strategy.sp_mode=ring_attention", "strategy.zero_stage=2"},
   };
   for (const auto& sets : strategies) {
     const Scenario sc = load_scenario(kTiny, sets);

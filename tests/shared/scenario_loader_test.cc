@@ -466,7 +466,7 @@ TEST(scenario_loader, InterleavedSchedule) {
 
 TEST(scenario_loader, SequenceParallelModes) {
   const Doc sp2 = Doc().set("strategy.pp", "1").set("strategy.sp", "2");  // tp 2 * sp 2 * dp 2
-  expect_error(sp2, "strategy.sp", {"sp = 2", "needs sp_mode ring or ulysses, not none"});
+  expect_error(sp2, "strategy.sp", {"sp = 2", "needs sp_mode ring, ulysses or ring_attention, not none"});
   expect_error(Doc(sp2).set("strategy.sp_mode", "\"megatron\""), "strategy.sp", {"over the tp group"});
   EXPECT_EQ(parse(Doc(sp2).set("strategy.sp_mode", "\"ring\"")).strategy.dp, 2);
   expect_error(Doc().set("strategy.sp_mode", "\"ring\""), "strategy.sp_mode", {"ring needs sp > 1", "sp = 1"});
@@ -477,6 +477,23 @@ TEST(scenario_loader, UlyssesScattersHeads) {
   const Doc doc = Doc().set("strategy.pp", "1").set("strategy.sp", "4").set("strategy.sp_mode", "\"ulysses\"");
   expect_error(doc, "strategy.sp", {"ulysses", "tp*sp = 2*4 = 8", "to divide", "model.heads = 4"});
   EXPECT_EQ(parse(Doc(doc).set("model.heads", "8")).strategy.sp, 4);
+}
+
+// shared/sequence_rules.cc: Ulysses scatters the kv heads as well (Llama-style grouped-query
+// attention with 2 kv heads cannot run on sp 4); ring attention's zig-zag split needs 2*sp chunks.
+TEST(scenario_loader, SequenceAxisRules) {
+  const Doc uly = Doc().set("strategy.pp", "1").set("strategy.sp", "2").set("strategy.sp_mode", "\"ulysses\"")
+                      .set("strategy.tp", "1").set("cluster.gpus", "4");
+  EXPECT_EQ(parse(uly).strategy.dp, 2);
+  expect_error(Doc(uly).set("model.heads", "8").set("model.kv_heads", "1"), "strategy.sp",
+               {"tp*sp = 1*2 = 2", "kv heads, model.kv_heads = 1"});
+  const Doc ring = Doc(uly).set("strategy.sp_mode", "\"ring_attention\"");
+  EXPECT_EQ(parse(ring).strategy.sp_mode, SpMode::kRingAttention);
+  expect_error(Doc(ring).set("model.seq_len", "34"), "strategy.sp",
+               {"ring_attention needs 2*sp = 4", "model.seq_len = 34", "chunks i and 2*sp-1-i"});
+  expect_error(Doc(ring).set("model.dropout", "0.1"), "strategy.sp_mode", {"ring_attention", "model.dropout"});
+  expect_error(Doc(ring).set("strategy.tp_mode", "\"2d\"").set("strategy.tp", "4").set("cluster.gpus", "8"),
+               "strategy.sp_mode", {"tp_mode 1d only", "not 2d"});
 }
 
 TEST(scenario_loader, SequenceSplitsOverSp) {
