@@ -122,6 +122,8 @@ enum class Kernel : uint8_t {
   kCrossEntropyTarget, // same dims              in {logits, targets} out {target_logit}
   kCrossEntropyLoss,   // same dims              in {max, sum_exp, target_logit} out {loss}+=
   kCrossEntropyBwd,    // same dims + {tokens_in_batch} in {logits, targets, max, sum_exp} out {dlogits}
+                       //   cross-entropy dims[4] = 1: the framework runs these passes on an fp32
+                       //   copy of the logits (cost only: Compute::bytes_moved; the math is the same)
   kAdam,               // dims {n, step, bytes_per_element} in {grad} out {master, m, v, param}
                        //   (bytes_per_element: the framework's whole step, for the cost only)
 };
@@ -129,6 +131,10 @@ inline constexpr int kKernelCount = 24;
 
 // Compute flags.
 inline constexpr uint8_t kTransA = 1, kTransB = 2, kAccumulateOut = 4, kCausal = 8;
+// The framework runs this kernel and the next one of its stream as ONE fused kernel (Megatron's
+// jit-fused bias-dropout-add: software.bias_dropout_fusion): the first's output stays on chip.
+// Cost only (Compute::bytes_moved, the host dispatch counts one launch); the math is unchanged.
+inline constexpr uint8_t kFusedIntoNext = 16, kFusedFromPrev = 32;
 
 struct Compute {
   Kernel kernel = Kernel::kGemm;
