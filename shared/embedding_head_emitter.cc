@@ -23,6 +23,17 @@ int64_t tokens_per_iteration(const StepState& st) {
   return int64_t(st.scenario.strategy.global_batch) * st.scenario.model.seq_len;
 }
 
+namespace {
+
+// The cross-entropy kernels' dims (shared/schedule.h): dims[4] = 1 when the passes run on an fp32
+// copy of the logits (software.cross_entropy_fp32), which Compute::bytes_moved costs.
+std::array<int64_t, 6> xent_dims(const StepState& st) {
+  const StepDims& d = st.dims;
+  return {d.n, d.vocab, d.vocab_offset, tokens_per_iteration(st), st.scenario.software.cross_entropy_fp32 ? 1 : 0};
+}
+
+}  // namespace
+
 BufferId emit_embedding_forward(StepState& st, int unit, int chunk, int mb) {
   if (tp2d(st)) return tp2d_embedding_forward(st, unit, chunk, mb);
   const StepDims& d = st.dims;
@@ -67,7 +78,12 @@ void emit_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x) {
   h.logits = st.allocate("logits", -1, mb, d.n * d.vocab, d.dtype);
   st.linear_fwd(Phase::kForward, -1, mb, Y, w.table, h.logits, d.n, d.vocab, d.hidden);
   if (Y != h.yf) st.release(Y);
-  const std::array<int64_t, 6> xd = {d.n, d.vocab, d.vocab_offset, tokens_per_iteration(st)};
+  const std::array<int64_t, 6> xd = xent_dims(st);
+  // The framework's fp32 copy of the logits (software.cross_entropy_fp32): written by the cast
+  // that opens the loss, kept as the softmax for the backward (Megatron's ctx.save_for_backward).
+  // Only its memory is a buffer here; the passes over it are in the kernels' bytes (dims[4]).
+  if (st.scenario.software.cross_entropy_fp32)
+    h.logits_fp32 = st.allocate("logits_fp32", -1, mb, d.n * d.vocab, DType::kFp32, BufferRole::kWorkspace);
   const int64_t row_bytes = d.n * 4;
   h.max = st.allocate("xent_max", -1, mb, d.n, DType::kFp32);
   st.kernel(Kernel::kCrossEntropyMax, Phase::kForward, -1, mb, xd, {h.logits}, {h.max}, 0, d.dtype);
@@ -90,11 +106,11 @@ BufferId emit_head_backward(StepState& st, int unit, int chunk, int mb) {
   const UnitViews& w = st.params(unit);
   const UnitViews& g = st.grads(unit);
   HeadActs h = st.take_head(chunk, mb);
-  const std::array<int64_t, 6> xd = {d.n, d.vocab, d.vocab_offset, tokens_per_iteration(st)};
+  const std::array<int64_t, 6> xd = xent_dims(st);
   BufferId dlogits = st.allocate("dlogits", -1, mb, d.n * d.vocab, d.dtype);
   st.kernel(Kernel::kCrossEntropyBwd, Phase::kBackward, -1, mb, xd, {h.logits, h.targets, h.max, h.sum}, {dlogits}, 0,
             d.dtype);
-  for (BufferId id : {h.logits, h.targets, h.max, h.sum}) st.release(id);
+  for (BufferId id : {h.logits, h.targets, h.max, h.sum, h.logits_fp32}) st.release(id);
   BufferId dy = st.column_parallel_backward(-1, mb, dlogits, h.yf, w.table, g.table, d.vocab, "yf_full", "dyf",
                                             "dyf_shard");
   st.release(dlogits);

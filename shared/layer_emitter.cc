@@ -47,21 +47,26 @@ void release_core(StepState& st, LayerActs& a) {
   a.probs = a.amask = a.adrop = kNoId;
 }
 
-// out[n_local, h] = dropout(branch) + residual; keeps the mask in *mask.
+// out[n_local, h] = dropout(branch) + residual; keeps the mask in *mask. With
+// software.bias_dropout_fusion the framework runs the two as one jit-fused kernel (Megatron's
+// bias_dropout_add_fused_train): the flags say so, for the cost.
 BufferId residual(StepState& st, Phase ph, int l, int mb, BufferId branch, BufferId res, BufferId* mask,
                   const char* maskname, const char* outname) {
   const StepDims& d = st.dims;
   const int64_t n = d.n_local * d.hidden;
   BufferId in = branch;
+  uint8_t add_flags = 0;
   if (d.dropout) {
+    const bool fused = st.scenario.software.bias_dropout_fusion;
     *mask = st.allocate(maskname, l, mb, n, DType::kUint8);
     BufferId dropped = st.allocate("drop", l, mb, n, d.dtype);
-    st.kernel(Kernel::kDropout, ph, l, mb, {n}, {branch}, {dropped, *mask}, 0, d.dtype);
+    st.kernel(Kernel::kDropout, ph, l, mb, {n}, {branch}, {dropped, *mask}, fused ? kFusedIntoNext : 0, d.dtype);
     st.release(branch);
     in = dropped;
+    add_flags = fused ? kFusedFromPrev : 0;
   }
   BufferId out = st.allocate(outname, l, mb, n, d.dtype);
-  st.kernel(Kernel::kAdd, ph, l, mb, {n}, {res, in}, {out}, 0, d.dtype);
+  st.kernel(Kernel::kAdd, ph, l, mb, {n}, {res, in}, {out}, add_flags, d.dtype);
   st.release(in);
   return out;
 }

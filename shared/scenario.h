@@ -129,6 +129,9 @@ struct SoftwareSpec {
   bool loss_scale_check = false;      // fp16: unscale + inf/nan check and its model-parallel all-reduce
   double clip_grad = 0;               // > 0: gradient-norm pass and its all-reduce
   bool separate_master_copy = false;  // fp32 grad cast and master -> model copy as passes of their own
+  double host_dispatch_us = 0;        // host time to issue one kernel (0: CUDA graphs)
+  bool cross_entropy_fp32 = false;    // the loss's passes over the logits run on an fp32 copy
+  bool bias_dropout_fusion = false;   // residual dropout + add as one fused kernel
 };
 
 struct Scenario {

@@ -124,6 +124,8 @@ enum class Kernel : uint8_t {
   kCrossEntropyTarget, // same dims              in {logits, targets} out {target_logit}
   kCrossEntropyLoss,   // same dims              in {max, sum_exp, target_logit} out {loss}+=
   kCrossEntropyBwd,    // same dims + {tokens_in_batch} in {logits, targets, max, sum_exp} out {dlogits}
+                       //   cross-entropy dims[4] = 1: the framework runs these passes on an fp32
+                       //   copy of the logits (cost only: Compute::bytes_moved; the math is the same)
   kAdam,               // dims {n, step, bytes_per_element} in {grad} out {master, m, v, param}
                        //   (bytes_per_element: the framework's whole step, for the cost only)
   // Layer norm of rows whose columns are split over a group (2D tensor parallelism: the hidden
@@ -160,6 +162,10 @@ inline constexpr uint8_t kTransA = 1, kTransB = 2, kAccumulateOut = 4, kCausal =
 // kToHeads: the all-to-all kernels' direction. kZigZag: kData loads sequence chunks c and
 // chunks-1-c (ring attention's load-balanced causal split, shared/ring_attention.h).
 inline constexpr uint8_t kToHeads = 16, kZigZag = 32;
+// The framework runs this kernel and the next one of its stream as ONE fused kernel (Megatron's
+// jit-fused bias-dropout-add: software.bias_dropout_fusion): the first's output stays on chip.
+// Cost only (Compute::bytes_moved, the host dispatch counts one launch); the math is unchanged.
+inline constexpr uint8_t kFusedIntoNext = 64, kFusedFromPrev = 128;
 
 struct Compute {
   Kernel kernel = Kernel::kGemm;

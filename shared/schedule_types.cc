@@ -143,6 +143,33 @@ std::array<int64_t, 6> Compute::shape_dims() const {
   return d;
 }
 
+namespace {
+
+// Bytes of a cross-entropy kernel over `cells` logits of `rows` tokens, element size e.
+// Training dtype: max, sum-exp and target read the logits once; backward reads them and writes
+// the gradient; the loss reads and writes a few floats a token.
+// fp32 (Megatron's vocab-parallel cross entropy on logits.float(): megatron/core/tensor_parallel/
+// cross_entropy.py at core_v0.8.0, mpu/cross_entropy.py in Megatron-LM v2-v3), bytes a logit:
+//   max:     the cast (read e, write 4) and torch.max (read 4)                  e + 8
+//   sum-exp: in-place subtract of the max (read 4, write 4), in-place exp (4 + 4),
+//            sum (read 4)                                                        20
+//   target:  a gather of one logit a token: index, logit, mask, result, 16 bytes a token
+//   loss:    exp_logits.div_(sum_exp) in place, the softmax kept for backward    8
+//   bwd:     grad_input.mul_(grad_output) in place (4 + 4), the cast's backward
+//            to the training dtype (read 4, write e)                             12 + e
+// 38 bytes a logit forward and 14 backward for bf16, against 6 and 4 in the training dtype.
+double cross_entropy_bytes(Kernel k, double e, double rows, double cells, bool fp32) {
+  switch (k) {
+    case Kernel::kCrossEntropyMax: return fp32 ? (e + 8.0) * cells : e * cells;
+    case Kernel::kCrossEntropySumExp: return fp32 ? 20.0 * cells : e * cells;
+    case Kernel::kCrossEntropyTarget: return fp32 ? 16.0 * rows : e * cells;
+    case Kernel::kCrossEntropyLoss: return 16.0 * rows + (fp32 ? 8.0 * cells : 0.0);
+    default: return fp32 ? (12.0 + e) * cells : 2.0 * e * cells;
+  }
+}
+
+}  // namespace
+
 double Compute::bytes_moved() const {
   const double e = dtype_bytes(dtype);
   const auto& d = dims;
@@ -174,6 +201,9 @@ double Compute::bytes_moved() const {
     }
     case Kernel::kGelu:
     case Kernel::kAdd:
+      // Fused after a dropout (kFusedFromPrev): the dropped branch arrives on chip; read the
+      // residual, write the sum.
+      if (kernel == Kernel::kAdd && (flags & kFusedFromPrev)) return 2.0 * e * double(d[0]);
       return e * double(d[0]) * (kernel == Kernel::kAdd ? 3.0 : 2.0);
     case Kernel::kGeluBwd:
     case Kernel::kAccumulate:
@@ -182,18 +212,16 @@ double Compute::bytes_moved() const {
       return 3.0 * e * double(d[0]) * double(d[1]);
     case Kernel::kSwigluBwd:
       return 5.0 * e * double(d[0]) * double(d[1]);
-    case Kernel::kDropout:
-      return (2.0 * e + 1.0) * double(d[0]);
+    case Kernel::kDropout:  // fused into the next kernel: read x, write the mask (1 byte)
+      return ((flags & kFusedIntoNext) ? e + 1.0 : 2.0 * e + 1.0) * double(d[0]);
     case Kernel::kDropoutBwd:
       return (2.0 * e + 1.0) * double(d[0]);
     case Kernel::kCrossEntropyMax:
     case Kernel::kCrossEntropySumExp:
     case Kernel::kCrossEntropyTarget:
-      return e * double(d[0]) * double(d[1]);
     case Kernel::kCrossEntropyLoss:
-      return 16.0 * double(d[0]);
     case Kernel::kCrossEntropyBwd:
-      return 2.0 * e * double(d[0]) * double(d[1]);
+      return cross_entropy_bytes(kernel, e, double(d[0]), double(d[0]) * double(d[1]), d[4] != 0);
     case Kernel::kAdam:  // dims[2]: the step's bytes per element (shared/optimizer_bytes.h), when given;
                          // else grad in, fp32 master, m, v read and written, param written
       return double(d[0]) * (d[2] > 0 ? double(d[2]) : e + 24.0 + e);

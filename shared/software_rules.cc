@@ -17,7 +17,8 @@ namespace {
 // The Software fields a preset must give (all but preset, framework and source).
 std::string required_fields() {
   return "grad_reduce_overlap, grad_reduce_dtype, overlap_param_gather, tp_comm_overlap, loss_scale_check, "
-         "clip_grad, separate_master_copy";
+         "clip_grad, separate_master_copy, host_dispatch_us, cross_entropy_fp32, "
+         "bias_dropout_fusion";
 }
 
 }  // namespace
@@ -40,6 +41,9 @@ SoftwareSpec Resolver::software(const StrategySpec& strategy, std::vector<std::s
   need(p.has_loss_scale_check(), "loss_scale_check");
   need(p.has_clip_grad(), "clip_grad");
   need(p.has_separate_master_copy(), "separate_master_copy");
+  need(p.has_host_dispatch_us(), "host_dispatch_us");
+  need(p.has_cross_entropy_fp32(), "cross_entropy_fp32");
+  need(p.has_bias_dropout_fusion(), "bias_dropout_fusion");
 
   spec.grad_reduce_overlap = p.grad_reduce_overlap();
   spec.grad_reduce_dtype = choice("software.grad_reduce_dtype", p.grad_reduce_dtype(), kGradDTypeSpellings);
@@ -48,6 +52,12 @@ SoftwareSpec Resolver::software(const StrategySpec& strategy, std::vector<std::s
   if (p.clip_grad() < 0) fail("software.clip_grad", "must be >= 0 (0: no clipping), got " + num(p.clip_grad()));
   spec.clip_grad = p.clip_grad();
   spec.separate_master_copy = p.separate_master_copy();
+  finite_at_most("software.host_dispatch_us", p.host_dispatch_us(), 1e6, "(microseconds a kernel)");
+  if (p.host_dispatch_us() < 0)
+    fail("software.host_dispatch_us", "must be >= 0 (0: CUDA graphs), got " + num(p.host_dispatch_us()));
+  spec.host_dispatch_us = p.host_dispatch_us();
+  spec.cross_entropy_fp32 = p.cross_entropy_fp32();
+  spec.bias_dropout_fusion = p.bias_dropout_fusion();
 
   // The two overlaps: the software field, else the deprecated strategy spelling when given.
   auto overlap = [&](const char* field, bool software_value) -> std::pair<bool, std::string> {

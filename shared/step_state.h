@@ -81,6 +81,7 @@ struct LayerActs {
 struct HeadActs {
   BufferId x = kNoId, yf = kNoId, mean = kNoId, rstd = kNoId, logits = kNoId, max = kNoId, sum = kNoId;
   BufferId targets = kNoId;
+  BufferId logits_fp32 = kNoId;  // the framework's fp32 copy (software.cross_entropy_fp32), memory only
 };
 
 struct BucketBuffers {

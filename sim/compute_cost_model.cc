@@ -184,6 +184,16 @@ double ComputeCostModel::attention_unfused_s(const Compute& c) const {
 
 double ComputeCostModel::d2d_copy_s(int64_t bytes) const { return stream_s(2.0 * double(bytes)); }
 
+double ComputeCostModel::host_dispatch_s(const Compute& c) const {
+  // Without flash: baddbmm, softmax, (dropout,) bmm forward; two GEMMs, (dropout bwd,) softmax
+  // bwd, two GEMMs backward. The schedule lists the dropout mask when there is one (as in
+  // attention_unfused_s).
+  if (!flash_ && c.kernel == Kernel::kAttention) return (c.outputs.size() >= 5 ? 4.0 : 3.0) * dispatch_s_;
+  if (!flash_ && c.kernel == Kernel::kAttentionBwd) return (c.inputs.size() >= 7 ? 6.0 : 5.0) * dispatch_s_;
+  if (c.flags & kFusedIntoNext) return 0.0;  // one launch for the fused pair, counted on the next
+  return dispatch_s_;
+}
+
 double ComputeCostModel::time_s(const Compute& c, bool on_host) const {
   if (calibration_) {
     const double t = calibration_->find(c);
@@ -223,7 +233,9 @@ double ComputeCostModel::time_s(const Compute& c, bool on_host) const {
       if (peak_tflops > 0 && eff > 0) t = std::max(t, flops / (peak_tflops * 1e12 * eff));
       return t + cluster_.kernel_launch_us * 1e-6;
     }
-    default: return stream_s(bytes);
+    default:
+      // A kernel fused into the next one (shared/schedule.h kFusedIntoNext) is launched with it.
+      return stream_s(bytes) - ((c.flags & kFusedIntoNext) ? cluster_.kernel_launch_us * 1e-6 : 0.0);
   }
 }
 

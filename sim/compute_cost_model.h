@@ -72,6 +72,13 @@ class ComputeCostModel {
   double time_s(const Compute& c, bool on_host = false) const;
   // A device-to-device copy: read and write through HBM.
   double d2d_copy_s(int64_t bytes) const;
+  // Host time to issue the kernels of a compute task (software.host_dispatch_us per kernel; 0 with
+  // CUDA graphs). The replay keeps a host clock per rank: a kernel starts no earlier than the host
+  // has issued it, and the host issues the compute stream's kernels one after another
+  // (docs/accuracy.md, "Host dispatch"). Attention without flash is the framework's four kernels
+  // forward (baddbmm, softmax, dropout, bmm) and six backward; every other task is one kernel.
+  double host_dispatch_s(const Compute& c) const;
+  void set_host_dispatch_us(double us) { dispatch_s_ = us * 1e-6; }
 
  private:
   double gemm_s(DType t, double batch, double m, double n, double k, double bytes = -1) const;
@@ -84,6 +91,7 @@ class ComputeCostModel {
   GpuFamily family_;
   double memory_eff_;
   const CalibrationTable* calibration_;
+  double dispatch_s_ = 0;
 };
 
 }  // namespace tandem::sim

@@ -10,6 +10,7 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
   auto info = std::make_shared<ProgramInfo>();
   const size_t n = program.tasks.size();
   info->cost_s.assign(n, 0.0);
+  info->dispatch_s.assign(n, 0.0);
   info->fuse_next.assign(n, 0);
   info->component.assign(n, Component::kVector);
   info->task_buffer.assign(n, 0);
@@ -30,6 +31,7 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
     }
     if (const auto* c = std::get_if<Compute>(&t.op)) {
       info->cost_s[i] = costs.time_s(*c, t.stream == Stream::kHost);
+      if (t.stream == Stream::kCompute) info->dispatch_s[i] = costs.host_dispatch_s(*c);
       info->component[i] = compute_component(*c, t.stream == Stream::kHost);
       const double f = c->matmul_flops();
       info->hardware_flops += f;

@@ -25,6 +25,7 @@ struct ProgramInfo {
   Program program;
   std::array<std::vector<TaskId>, kStreamCount> streams;  // task ids in stream order
   std::vector<double> cost_s;        // compute, host work and device copies
+  std::vector<double> dispatch_s;    // compute-stream kernels: host time to issue them (0: none)
   std::vector<uint8_t> fuse_next;    // the next task of this one's stream runs fused after it
   std::vector<Component> component;  // compute-like tasks: their cost component
   ComponentTimes compute_component_s{};  // cost_s of the compute stream's tasks, by component

@@ -30,6 +30,9 @@ struct RankState {
   std::vector<GroupId> group_map;                  // translated groups, by the program's group id
   size_t remaining = 0;                            // tasks not done
   double last_t = 0;                               // time accounted up to
+  // The host's clock: when it issued the compute stream's latest kernel (software.host_dispatch_us),
+  // and its value when the running compute group started (to time the group's tasks).
+  double host_s = 0, host_at_group = 0;
   int computing = 0, communicating = 0, offloading = 0;
   // What is in flight off the compute stream, by component (sim/cost_component.h).
   std::array<uint32_t, kComponentCount> active{};

@@ -182,17 +182,27 @@ void ReplayEngine::start_task(RankState& r, TaskId id) {
   r.busy |= 1u << s;
   r.busy_since[s] = now_;
   if (is_compute_like(t)) {
-    double total = r.info->cost_s[id];
+    // A compute-stream kernel starts when the stream, its deps and the host allow: the host issues
+    // kernels one after another, dispatch_s each (0 with CUDA graphs), never waiting for the GPU.
+    const bool issued = t.stream == Stream::kCompute;
+    if (issued) r.host_at_group = r.host_s;
+    auto run = [&](double ready, TaskId k) {
+      if (!issued) return ready + r.info->cost_s[k];
+      r.host_s += r.info->dispatch_s[k];
+      return std::max(ready, r.host_s) + r.info->cost_s[k];
+    };
+    double end = run(now_, id);
     uint32_t count = 1;
     if (options_.fuse_compute) {
       const auto& list = r.info->streams[s];
       TaskId cur = id;
       while (r.info->fuse_next[cur] && r.cursor[s] < list.size()) {
         cur = list[r.cursor[s]++];
-        total += r.info->cost_s[cur];
+        end = run(end, cur);
         ++count;
       }
     }
+    const double total = end - now_;
     r.account(now_);
     if (t.stream == Stream::kCompute) {
       ++r.computing;
@@ -255,12 +265,14 @@ void ReplayEngine::compute_done(const Timer& t) {
   r.busy &= ~(1u << s);
   // The fused tasks are consecutive in the stream, ending just before the cursor.
   const auto& list = r.info->streams[s];
-  double start = r.busy_since[s];
+  double ready = r.busy_since[s], host = r.host_at_group;
   for (uint32_t k = r.cursor[s] - t.task_count; k < r.cursor[s]; ++k) {
     const TaskId id = list[k];
+    double start = ready;
+    if (first.stream == Stream::kCompute) start = std::max(ready, host += r.info->dispatch_s[id]);
     const double end = (k + 1 == r.cursor[s]) ? now_ : start + r.info->cost_s[id];
     finish_task(r, id, start, end);
-    start = end;
+    ready = end;
   }
   pump(int(t.target));
 }

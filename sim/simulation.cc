@@ -71,7 +71,11 @@ SimResult run_here(const Schedule& schedule, const SimOptions& options) {
   fabric.nic_latency_s = cl.nic_latency_us * 1e-6;
   fabric.nvls = cl.gpu_name.find("H100") != std::string::npos || cl.gpu_name.find("H200") != std::string::npos ||
                 cl.gpu_name.find("H800") != std::string::npos;
-  const ComputeCostModel costs(cl, options.kernels, sc.strategy.flash_attention, options.calibration.get());
+  ComputeCostModel costs(cl, options.kernels, sc.strategy.flash_attention, options.calibration.get());
+  // The framework's per-kernel host dispatch, for a GPU cluster run from the model's costs: a
+  // calibration profile's times come from a real run, and the host cluster runs tandem's own
+  // driver (its overhead is the preset's kernel_launch_us), not the framework.
+  if (!options.calibration && cl.preset != "host") costs.set_host_dispatch_us(sc.software.host_dispatch_us);
   NcclTuner tuner(fabric, options.ideal_network, options.algorithm, options.protocol);
   // A trace needs the tasks' times and the memory samples; the replay records them once per unit.
   SimOptions replay_options = options;

@@ -127,6 +127,9 @@ std::string scenario_canonical_text(const Scenario& s) {
   t.add("software.loss_scale_check", sw.loss_scale_check);
   t.add("software.clip_grad", sw.clip_grad);
   t.add("software.separate_master_copy", sw.separate_master_copy);
+  t.add("software.host_dispatch_us", sw.host_dispatch_us);
+  t.add("software.cross_entropy_fp32", sw.cross_entropy_fp32);
+  t.add("software.bias_dropout_fusion", sw.bias_dropout_fusion);
 
   t.add("seed", uint64_t{s.seed});
   return t.take();

@@ -62,6 +62,15 @@ TEST(SoftwarePresets, ValuesFromTheFrameworkSources) {
   EXPECT_EQ(ds.grad_reduce_dtype, GradDType::kParam);
   EXPECT_TRUE(ds.loss_scale_check);
   EXPECT_EQ(ds.clip_grad, 1.0);
+  // Every preset: 8 us of host dispatch a kernel (Torch-FL PR 27's measured PyTorch CUDA submit
+  // cost, no CUDA graphs at these commits), the loss on logits.float() (fp16_lm_cross_entropy /
+  // cross_entropy_loss_fusion off by default) and the fused bias-dropout-add (--no-bias-dropout-fusion
+  // is a store_false flag).
+  for (const SoftwareSpec& sw : {lm21, lm22, core, ds}) {
+    EXPECT_EQ(sw.host_dispatch_us, 8.0) << sw.preset;
+    EXPECT_TRUE(sw.cross_entropy_fp32) << sw.preset;
+    EXPECT_TRUE(sw.bias_dropout_fusion) << sw.preset;
+  }
 }
 
 TEST(SoftwarePresets, DefaultIsMegatronCore) {
@@ -101,6 +110,7 @@ TEST(SoftwarePresets, BadNamesAndFieldsSayTheChoices) {
   EXPECT_TRUE(contains(dtype, "software.grad_reduce_dtype: unknown value \"fp8\"; expected one of: param, fp32, fp32-if-bf16"))
       << dtype;
   EXPECT_TRUE(contains(error_of({"software.clip_grad=-1"}), "software.clip_grad: must be >= 0"));
+  EXPECT_TRUE(contains(error_of({"software.host_dispatch_us=-1"}), "software.host_dispatch_us: must be >= 0"));
 }
 
 // The deprecated strategy spellings still work for one release.
@@ -225,6 +235,85 @@ TEST(SoftwareSchedule, OptimizerStepBytes) {
   // The Adam tasks of one rank carry it: every parameter once (dp 1, no ZeRO).
   const Counts c = count(Schedule(tiny({"strategy.dtype=fp16", "software.preset=megatron-lm-2021"})), 0);
   EXPECT_DOUBLE_EQ(c.adam_bytes, double(kTinyParams) * 52);
+}
+
+// The compute tasks of rank 0 with kernel k, in program order.
+std::vector<Compute> kernels_of(const Schedule& s, Kernel k) {
+  std::vector<Compute> out;
+  for (const Task& t : s.program(0).tasks)
+    if (const auto* c = std::get_if<Compute>(&t.op); c && c->kernel == k) out.push_back(*c);
+  return out;
+}
+
+TEST(SoftwareSchedule, CrossEntropyOnAnFp32Copy) {
+  // tiny-gpt, bf16: 2 x 32 = 64 tokens a micro-batch, vocab 256: 16384 logits. On the fp32 copy
+  // (bytes a logit, shared/schedule_types.cc cross_entropy_bytes from Megatron's
+  // cross_entropy.py): max 2 + 8, sum-exp 20, loss 16 a token + 8 a logit, backward 12 + 2; the
+  // target gather 16 a token. In bf16: 2 a logit for max, sum-exp, target; 4 backward.
+  const double cells = 64.0 * 256, rows = 64;
+  const Schedule fp32(tiny({"strategy.dtype=bf16"}));
+  const Schedule bf16(tiny({"strategy.dtype=bf16", "software.cross_entropy_fp32=false"}));
+  const std::pair<Kernel, std::pair<double, double>> expected[] = {
+      {Kernel::kCrossEntropyMax, {10 * cells, 2 * cells}},
+      {Kernel::kCrossEntropySumExp, {20 * cells, 2 * cells}},
+      {Kernel::kCrossEntropyTarget, {16 * rows, 2 * cells}},
+      {Kernel::kCrossEntropyLoss, {16 * rows + 8 * cells, 16 * rows}},
+      {Kernel::kCrossEntropyBwd, {14 * cells, 4 * cells}},
+  };
+  for (const auto& [k, bytes] : expected) {
+    const std::vector<Compute> a = kernels_of(fp32, k), b = kernels_of(bf16, k);
+    ASSERT_EQ(a.size(), 4u) << to_string(k);  // one a micro-batch
+    ASSERT_EQ(b.size(), 4u) << to_string(k);
+    EXPECT_EQ(a[0].dims[4], 1) << to_string(k);
+    EXPECT_EQ(b[0].dims[4], 0) << to_string(k);
+    EXPECT_DOUBLE_EQ(a[0].bytes_moved(), bytes.first) << to_string(k);
+    EXPECT_DOUBLE_EQ(b[0].bytes_moved(), bytes.second) << to_string(k);
+  }
+  // The fp32 copy is memory: 16384 x 4 bytes a micro-batch, from the loss's forward to its backward.
+  int copies = 0;
+  for (const Buffer& b : fp32.program(0).buffers)
+    if (b.name.find("logits_fp32") != std::string::npos) {
+      EXPECT_EQ(b.bytes, int64_t(cells) * 4);
+      ++copies;
+    }
+  EXPECT_EQ(copies, 4);
+  for (const Buffer& b : bf16.program(0).buffers) EXPECT_EQ(b.name.find("logits_fp32"), std::string::npos);
+}
+
+TEST(SoftwareSchedule, BiasDropoutAddFused) {
+  // tiny-gpt, bf16, dropout 0.1: the residual dropout of each block is fused into its add. A
+  // micro-batch's residual stream is 64 tokens x 64 = 4096 elements: fused, the dropout reads the
+  // branch and writes the mask (2 + 1 bytes an element) and the add reads the residual and writes
+  // the sum (2 + 2): 7 bytes, Megatron's jit-fused kernel (x, residual in; out, mask out). Unfused:
+  // dropout 2 + 2 + 1, add 3 x 2: 11 bytes.
+  const double n = 64.0 * 64;
+  const Schedule fused(tiny({"strategy.dtype=bf16", "model.dropout=0.1"}));
+  const Schedule apart(tiny({"strategy.dtype=bf16", "model.dropout=0.1", "software.bias_dropout_fusion=false"}));
+  auto residual_dropouts = [&](const Schedule& s) {
+    std::vector<Compute> out;
+    for (const Compute& c : kernels_of(s, Kernel::kDropout))
+      if (c.dims[0] == int64_t(n)) out.push_back(c);
+    return out;
+  };
+  const std::vector<Compute> fd = residual_dropouts(fused), ad = residual_dropouts(apart);
+  // 4 layers x 2 blocks x 4 micro-batches (the embedding's dropout is not a residual one).
+  ASSERT_EQ(fd.size(), 32u);
+  ASSERT_EQ(ad.size(), 32u);
+  EXPECT_EQ(fd[0].flags & kFusedIntoNext, kFusedIntoNext);
+  EXPECT_EQ(ad[0].flags & kFusedIntoNext, 0);
+  EXPECT_DOUBLE_EQ(fd[0].bytes_moved(), 3 * n);
+  EXPECT_DOUBLE_EQ(ad[0].bytes_moved(), 5 * n);
+  std::vector<Compute> fa, aa;
+  for (const Compute& c : kernels_of(fused, Kernel::kAdd))
+    if (c.flags & kFusedFromPrev) fa.push_back(c);
+  for (const Compute& c : kernels_of(apart, Kernel::kAdd))
+    if (c.flags & kFusedFromPrev) aa.push_back(c);
+  ASSERT_EQ(fa.size(), 32u);
+  EXPECT_TRUE(aa.empty());
+  EXPECT_DOUBLE_EQ(fa[0].bytes_moved(), 4 * n);
+  // Without dropout there is nothing to fuse: a plain add, as Megatron-Core's bias-dropout-add at p 0.
+  for (const Compute& c : kernels_of(Schedule(tiny({"strategy.dtype=bf16"})), Kernel::kAdd))
+    EXPECT_EQ(c.flags & (kFusedIntoNext | kFusedFromPrev), 0);
 }
 
 }  // namespace

@@ -105,6 +105,11 @@ std::vector<Mutation> software_mutations() {
       {"software.clip_grad", [](Scenario& s) { s.software.clip_grad += 0.5; }},
       {"software.separate_master_copy",
        [](Scenario& s) { s.software.separate_master_copy = !s.software.separate_master_copy; }},
+      {"software.host_dispatch_us", [](Scenario& s) { s.software.host_dispatch_us += 1; }},
+      {"software.cross_entropy_fp32",
+       [](Scenario& s) { s.software.cross_entropy_fp32 = !s.software.cross_entropy_fp32; }},
+      {"software.bias_dropout_fusion",
+       [](Scenario& s) { s.software.bias_dropout_fusion = !s.software.bias_dropout_fusion; }},
   };
 }
 
