@@ -25,8 +25,12 @@ using ChakraProtoMsg::Node;
 using testing::attr;
 using testing::EtFile;
 
-// The tiny GPT in every layout tandem generates on 4 or 8 GPUs (ring/Ulysses sequence
-// parallelism and 2D/2.5D/3D tensor parallelism are refused by the generator today).
+// The tiny GPT in every layout tandem generates on 4 or 8 GPUs (Colossal-AI's ring self-attention
+// and 3D tensor parallelism are refused by the generator today). 2D/2.5D emit broadcasts and
+// reduces, which the export writes as all-gathers and reduce-scatters. Ring attention is left out:
+// each ring step posts its K/V receive before its send on every rank, so with one communication in
+// flight per rank (ASTRA-sim's rule) every rank waits in its receive — a known defect of the
+// export's program-order chain (issue 19), not of the schedule.
 const std::vector<std::vector<std::string>>& strategies() {
   static const std::vector<std::vector<std::string>> s{
       {"cluster.gpus=4", "strategy.tp=2", "strategy.pp=2"},
@@ -39,6 +43,10 @@ const std::vector<std::vector<std::string>>& strategies() {
       {"cluster.gpus=4", "strategy.pp=2", "strategy.recompute=full", "strategy.zero_stage=2"},
       {"cluster.gpus=8", "strategy.tp=2", "strategy.pp=2", "strategy.sp_mode=megatron",
        "software.tp_comm_overlap=true", "strategy.zero_stage=1"},
+      {"cluster.gpus=4", "strategy.tp=4", "strategy.tp_mode=2d"},
+      {"cluster.gpus=8", "strategy.tp=4", "strategy.tp_mode=2d", "strategy.pp=2"},
+      {"cluster.gpus=8", "strategy.tp=8", "strategy.tp_mode=2.5d", "strategy.tp_depth=2", "strategy.micro_batch=4"},
+      {"cluster.gpus=4", "strategy.sp=2", "strategy.sp_mode=ulysses"},
   };
   return s;
 }
