@@ -2,23 +2,15 @@
 
 #include <algorithm>
 
+#include "sim/platform_builder.h"
 #include "sim/simulation.h"
 
 namespace tandem::search {
 
 sim::FabricModel fabric_of(const ClusterSpec& cl) {
-  // As sim/simulation.cc (run_here) builds it.
-  const sim::NetworkEfficiency eff = sim::SimOptions{}.efficiency;
-  sim::FabricModel fabric;
-  fabric.gpus_per_node = cl.gpus_per_node;
-  fabric.nics_per_node = std::max(1, cl.nics_per_node);  // as Platform::nics_per_node()
-  fabric.nvlink_bytes_s = cl.nvlink_bandwidth_gbps * 1e9 * eff.nvlink;
-  fabric.nic_bytes_s = cl.nic_bandwidth_gbps * 1e9 * eff.nic;
-  fabric.nvlink_latency_s = cl.nvlink_latency_us * 1e-6;
-  fabric.nic_latency_s = cl.nic_latency_us * 1e-6;
-  fabric.nvls = cl.gpu_name.find("H100") != std::string::npos || cl.gpu_name.find("H200") != std::string::npos ||
-                cl.gpu_name.find("H800") != std::string::npos;
-  return fabric;
+  // The simulator's fabric (sim/simulation.cc), with the cluster's node layout for the platform's.
+  return sim::fabric_model(cl, sim::SimOptions{}.efficiency, cl.gpus_per_node,
+                           std::max(1, cl.nics_per_node));  // as Platform::nics_per_node()
 }
 
 CommCost::CommCost(const ClusterSpec& cluster) : fabric_(fabric_of(cluster)), tuner_(fabric_, false) {}

@@ -25,6 +25,19 @@ void attach(sg::NetZone* zone, simgrid::kernel::routing::NetPoint* np, const std
 
 }  // namespace
 
+FabricModel fabric_model(const ClusterSpec& cl, const NetworkEfficiency& eff, int gpus_per_node, int nics_per_node) {
+  FabricModel fabric;
+  fabric.gpus_per_node = gpus_per_node;
+  fabric.nics_per_node = nics_per_node;
+  fabric.nvlink_bytes_s = cl.nvlink_bandwidth_gbps * 1e9 * eff.nvlink;
+  fabric.nic_bytes_s = cl.nic_bandwidth_gbps * 1e9 * eff.nic;
+  fabric.nvlink_latency_s = cl.nvlink_latency_us * 1e-6;
+  fabric.nic_latency_s = cl.nic_latency_us * 1e-6;
+  fabric.nvls = cl.gpu_name.find("H100") != std::string::npos || cl.gpu_name.find("H200") != std::string::npos ||
+                cl.gpu_name.find("H800") != std::string::npos;
+  return fabric;
+}
+
 Platform::Platform(const ClusterSpec& c, int world_size, const NetworkEfficiency& eff, const FabricShape& shape) {
   if (c.gpus_per_node <= 0) throw Error("sim: cluster.gpus_per_node must be positive");
   gpn_ = c.gpus_per_node;

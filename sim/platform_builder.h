@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "shared/scenario.h"
+#include "sim/collective_algorithms.h"
 
 namespace simgrid::s4u {
 class Host;
@@ -32,6 +33,12 @@ struct NetworkEfficiency {
   double nic = 1.0;
   double pcie = 1.0;
 };
+
+// The fabric the collective planner and the NCCL tuner see (sim/collective_algorithms.h): the
+// cluster's link figures derated by `eff`, NVLink SHARP (NVLS) on Hopper switches. The simulator
+// passes its platform's node layout; the search's analytical estimate the cluster's.
+FabricModel fabric_model(const ClusterSpec& cluster, const NetworkEfficiency& eff, int gpus_per_node,
+                         int nics_per_node);
 
 struct FabricShape {
   int nodes_per_leaf = 0;  // 0: 32 NIC ports per leaf (fat-tree) or 32 nodes per rail leaf

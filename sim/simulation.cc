@@ -62,15 +62,7 @@ SimResult run_here(const Schedule& schedule, const SimOptions& options) {
 
   NetworkEfficiency eff = options.ideal_network ? NetworkEfficiency{1.0, 1.0, 1.0} : options.efficiency;
   const Platform platform(cl, schedule.world_size(), eff, options.fabric);
-  FabricModel fabric;
-  fabric.gpus_per_node = platform.gpus_per_node();
-  fabric.nics_per_node = platform.nics_per_node();
-  fabric.nvlink_bytes_s = cl.nvlink_bandwidth_gbps * 1e9 * eff.nvlink;
-  fabric.nic_bytes_s = cl.nic_bandwidth_gbps * 1e9 * eff.nic;
-  fabric.nvlink_latency_s = cl.nvlink_latency_us * 1e-6;
-  fabric.nic_latency_s = cl.nic_latency_us * 1e-6;
-  fabric.nvls = cl.gpu_name.find("H100") != std::string::npos || cl.gpu_name.find("H200") != std::string::npos ||
-                cl.gpu_name.find("H800") != std::string::npos;
+  const FabricModel fabric = fabric_model(cl, eff, platform.gpus_per_node(), platform.nics_per_node());
   ComputeCostModel costs(cl, options.kernels, sc.strategy.flash_attention, options.calibration.get());
   // The framework's per-kernel host dispatch, for a GPU cluster run from the model's costs: a
   // calibration profile's times come from a real run, and the host cluster runs tandem's own

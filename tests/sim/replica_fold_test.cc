@@ -4,6 +4,7 @@
 // replay's own events and says how many ranks a state stands for), and the times of the
 // unshortened path (--no-shortcuts) to 1e-6 relative.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -26,7 +27,8 @@ struct Output {
 };
 
 Output run(const Schedule& s, SimOptions o, const std::string& name) {
-  o.trace_path = ::testing::TempDir() + "replica_fold_" + name + ".trace";
+  // The process id in the name: ctest runs this file's tests as parallel processes.
+  o.trace_path = ::testing::TempDir() + "replica_fold_" + std::to_string(getpid()) + "_" + name + ".trace";
   Output out;
   out.result = simulate(s, o);
   std::ostringstream j;
