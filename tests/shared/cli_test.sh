@@ -22,6 +22,7 @@ expect_empty_path "sim" --timeline "$bin/tandem-sim" "$tiny" --timeline ""
 expect_empty_path "sweep" --output "$bin/tandem-sweep" "$tiny" --vary strategy.tp=1 -o ""
 expect_empty_path "run" --trace "$bin/tandem-run" "$tiny" --trace ""
 expect_empty_path "export-chakra" --output "$bin/tandem-export-chakra" "$tiny" -o ""
+expect_empty_path "export-chakra" --calibration "$bin/tandem-export-chakra" "$tiny" -o x --calibration ""
 "$bin/tandem-sim" "$tiny" --trace "$tmp/t.pb" > /dev/null
 expect_empty_path "compare" --output "$bin/tandem-compare" "$tmp/t.pb" "$tmp/t.pb" -o ""
 expect_empty_path "calibrate" --output "$bin/tandem-calibrate" "$tmp/t.pb" "$tiny" -o ""

@@ -79,6 +79,29 @@ TEST(ChakraWriter, SampleProgramNodesAndAttributes) {
   EXPECT_EQ(deps(node(f, 7)), std::vector<uint64_t>{6});
 }
 
+// With a calibration profile, a compute node whose shape the profile holds takes the measured
+// time (tandem sim's price) and says so; the others keep the model's time.
+TEST(ChakraWriter, CalibrationProfileGivesMeasuredDurations) {
+  Schedule s = testing::sample_schedule_on_a100();
+  const Program p = s.program(0);
+  const Compute& gemm_task = std::get<Compute>(p.tasks[1].op);  // the sample's gemm (task 1)
+  sim::CalibrationTable table;
+  table.add(gemm_task.kernel, gemm_task.dtype, gemm_task.shape_dims(), 1234.4e-6);  // 1234.4 us
+  ChakraExport counts;
+  const EtFile f = parse(chakra_trace(s, p, chakra_cost_model(s.scenario(), &table), &counts, &table));
+  const EtFile model = parse(chakra_trace(s, p, chakra_cost_model(s.scenario())));
+  EXPECT_EQ(counts.measured, 1);
+  const Node& gemm = node(f, 1);
+  EXPECT_EQ(gemm.duration_micros(), 1234u);  // nearest microsecond
+  EXPECT_DOUBLE_EQ(attr(gemm, "tandem_time_ns").double_val(), 1234.4e3);
+  EXPECT_TRUE(attr(gemm, "tandem_measured").bool_val());
+  for (uint64_t id : {6, 7}) {  // attention, layernorm: not in the profile
+    EXPECT_FALSE(attr(node(f, id), "tandem_measured").bool_val());
+    EXPECT_EQ(node(f, id).duration_micros(), node(model, id).duration_micros());
+  }
+  EXPECT_FALSE(testing::has_attr(node(model, 1), "tandem_measured"));  // no profile, no mark
+}
+
 // A dependency on an Alloc stands for the Alloc's own dependencies.
 TEST(ChakraWriter, DependenciesThroughAllocAndFreeAreForwarded) {
   Program p;

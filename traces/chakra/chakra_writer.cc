@@ -63,7 +63,7 @@ bool is_comm(const Task& t) {
 
 // Fills `n` for task `t`; false for the tasks that become no node.
 bool fill(Node& n, const Schedule& s, const Program& p, const Task& t, const sim::ComputeCostModel& costs,
-          ChakraExport* counts) {
+          ChakraExport* counts, const sim::CalibrationTable* calibration) {
   if (const auto* c = std::get_if<Compute>(&t.op)) {
     const bool host = t.stream == Stream::kHost;
     const double seconds = costs.time_s(*c, host);
@@ -72,6 +72,11 @@ bool fill(Node& n, const Schedule& s, const Program& p, const Task& t, const sim
                   "): the compute cost model gives no time (" + std::to_string(seconds) + " s) on cluster '" +
                   s.scenario().cluster.gpu_name + "': its GPU peak or memory bandwidth is missing");
     compute_node(n, c->matmul_flops(), c->bytes_moved(), dtype_bytes(c->dtype), host, seconds);
+    if (calibration) {
+      const bool measured = calibration->find(*c) >= 0;
+      attr(n, "tandem_measured")->set_bool_val(measured);
+      if (measured && counts) ++counts->measured;
+    }
   } else if (const auto* c = std::get_if<Collective>(&t.op)) {
     if (c->group == kNoId)
       throw Error("chakra: rank " + std::to_string(p.rank) + " task " + std::to_string(t.id) +
@@ -117,11 +122,12 @@ void put(google::protobuf::io::ZeroCopyOutputStream& out, const google::protobuf
 
 }  // namespace
 
-sim::ComputeCostModel chakra_cost_model(const Scenario& scenario) {
-  return sim::ComputeCostModel(scenario.cluster, sim::KernelEfficiency{}, scenario.strategy.flash_attention);
+sim::ComputeCostModel chakra_cost_model(const Scenario& scenario, const sim::CalibrationTable* calibration) {
+  return sim::ComputeCostModel(scenario.cluster, sim::KernelEfficiency{}, scenario.strategy.flash_attention, calibration);
 }
 
-std::string chakra_trace(const Schedule& s, const Program& p, const sim::ComputeCostModel& costs, ChakraExport* counts) {
+std::string chakra_trace(const Schedule& s, const Program& p, const sim::ComputeCostModel& costs, ChakraExport* counts,
+                         const sim::CalibrationTable* calibration) {
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream out(&bytes);
@@ -162,7 +168,7 @@ std::string chakra_trace(const Schedule& s, const Program& p, const sim::Compute
       deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
 
       n.Clear();
-      if (fill(n, s, p, t, costs, counts)) {
+      if (fill(n, s, p, t, costs, counts, calibration)) {
         for (uint64_t d : deps) n.add_data_deps(d);
         if (is_comm(t)) {
           if (last_comm >= 0) n.add_ctrl_deps(uint64_t(last_comm));
@@ -194,12 +200,12 @@ std::string chakra_comm_groups_json(const Schedule& s) {
   return out;
 }
 
-ChakraExport write_chakra(const Schedule& s, const std::string& prefix) {
+ChakraExport write_chakra(const Schedule& s, const std::string& prefix, const sim::CalibrationTable* calibration) {
   ChakraExport counts;
-  const sim::ComputeCostModel costs = chakra_cost_model(s.scenario());
+  const sim::ComputeCostModel costs = chakra_cost_model(s.scenario(), calibration);
   for (int rank = 0; rank < s.world_size(); ++rank) {
     const Program p = s.program(rank);
-    write_file_atomic(prefix + "." + std::to_string(rank) + ".et", chakra_trace(s, p, costs, &counts));
+    write_file_atomic(prefix + "." + std::to_string(rank) + ".et", chakra_trace(s, p, costs, &counts, calibration));
     ++counts.files;
   }
   write_file_atomic(prefix + ".comm_groups.json", chakra_comm_groups_json(s));

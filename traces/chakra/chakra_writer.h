@@ -18,7 +18,10 @@
 //    duration_micros = the kernel's time in tandem's compute cost model
 //    (sim/compute_cost_model.h, the one `tandem sim` uses), rounded to the nearest microsecond
 //    and at least 1: ASTRA-sim without its roofline replays compute nodes for that long. The
-//    exact time is in the attribute tandem_time_ns (double). is_cpu_op = it runs on the host
+//    exact time is in the attribute tandem_time_ns (double). With a calibration profile
+//    (`export-chakra --calibration`, the one `tandem sim --calibration` takes) the time is the
+//    profile's measured time where it holds the kernel's shape (attribute tandem_measured true),
+//    the model's elsewhere, exactly as `tandem sim` prices it. is_cpu_op = it runs on the host
 //    stream (ASTRA-sim replays those nodes too).
 //  - Collectives (COMM_COLL_NODE): comm_type, comm_size (bytes, nccl-tests' size), pg_name.
 //    ASTRA-sim simulates all-reduce, all-gather, reduce-scatter and all-to-all; it has no reduce
@@ -57,22 +60,26 @@ struct ChakraExport {
   int64_t dropped = 0;            // Alloc and Free tasks
   int64_t reduce_as_reduce_scatter = 0;   // reduces written as REDUCE_SCATTER
   int64_t broadcast_as_all_gather = 0;    // broadcasts written as ALL_GATHER
+  int64_t measured = 0;           // compute nodes timed from the calibration profile
 };
 
 // The compute cost model an export takes its durations from: `tandem sim`'s, for the scenario's
-// cluster and flash-attention setting, without a calibration profile.
-sim::ComputeCostModel chakra_cost_model(const Scenario& scenario);
+// cluster and flash-attention setting, with `calibration`'s measured times where it has them
+// (null: none). The table must outlive the model.
+sim::ComputeCostModel chakra_cost_model(const Scenario& scenario, const sim::CalibrationTable* calibration = nullptr);
 
 // The Chakra group id of tandem's process group `g` (ASTRA-sim reserves 0).
 inline uint64_t chakra_group_id(GroupId g) { return uint64_t(g) + 1; }
 
 // The bytes of `program`'s .et file (GlobalMetadata then nodes).
+// `calibration`: the table `costs` was built with (null: none), to mark and count measured nodes.
 std::string chakra_trace(const Schedule& schedule, const Program& program, const sim::ComputeCostModel& costs,
-                         ChakraExport* counts = nullptr);
+                         ChakraExport* counts = nullptr, const sim::CalibrationTable* calibration = nullptr);
 
 // Writes every rank's file and the groups file, each atomically; generates one rank's program at a
 // time. Error naming the path when a file cannot be written.
-ChakraExport write_chakra(const Schedule& schedule, const std::string& prefix);
+ChakraExport write_chakra(const Schedule& schedule, const std::string& prefix,
+                          const sim::CalibrationTable* calibration = nullptr);
 
 // The text of <prefix>.comm_groups.json.
 std::string chakra_comm_groups_json(const Schedule& schedule);
