@@ -265,6 +265,9 @@ Pending HostDriver::compute(const TaskRef&, const Compute& c, const std::vector<
                       out[0]);
       break;
     }
+    case Kernel::kOpaque:
+      throw Error("exec: an opaque kernel (a node of an imported trace) has nothing to run: only tandem sim replays it",
+                  ErrorKind::kBadInput);
   }
   return kFinished;
 }

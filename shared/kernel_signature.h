@@ -53,6 +53,7 @@ constexpr KernelArity arity(Kernel k) {
     case Kernel::kRingAttentionBwd: return {4, 2};  // + the K/V block after the first step
     case Kernel::kKvPack:
     case Kernel::kKvUnpack: return {1, 1};
+    case Kernel::kOpaque: return {0, 0};
   }
   return {};
 }

@@ -154,8 +154,12 @@ enum class Kernel : uint8_t {
                        //   Q columns, dK dV into dkv [rows, 2 kv_cols], both accumulated (+=)
   kKvPack,             // dims {rows, q_cols, kv_cols} in {qkv} out {kv}: the K and V columns
   kKvUnpack,           // same dims  in {dkv fp32} out {dqkv}: written into dqkv's K and V columns
+  // A kernel known only by its cost, from an imported trace (traces/chakra/chakra_reader.h): no
+  // operands, nothing a driver can run; only the simulator replays it.
+  kOpaque,             // dims {time_ps, ops, bytes}: time_ps > 0 its measured or given time, else
+                       //   priced from ops and bytes on the cluster (roofline); bytes_moved = bytes
 };
-inline constexpr int kKernelCount = 35;
+inline constexpr int kKernelCount = 36;
 
 // Compute flags.
 inline constexpr uint8_t kTransA = 1, kTransB = 2, kAccumulateOut = 4, kCausal = 8;

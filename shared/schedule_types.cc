@@ -80,6 +80,7 @@ const char* to_string(Kernel k) {
     case Kernel::kRingAttentionBwd: return "ring-attention-bwd";
     case Kernel::kKvPack: return "kv-pack";
     case Kernel::kKvUnpack: return "kv-unpack";
+    case Kernel::kOpaque: return "opaque";
   }
   return "?";
 }
@@ -250,6 +251,8 @@ double Compute::bytes_moved() const {
       return 2.0 * e * double(d[0]) * 2.0 * double(d[2]);
     case Kernel::kKvUnpack:
       return (4.0 + e) * double(d[0]) * 2.0 * double(d[2]);
+    case Kernel::kOpaque:
+      return double(d[2]);
   }
   return 0.0;
 }

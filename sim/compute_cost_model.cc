@@ -184,6 +184,17 @@ double ComputeCostModel::attention_unfused_s(const Compute& c) const {
 
 double ComputeCostModel::d2d_copy_s(int64_t bytes) const { return stream_s(2.0 * double(bytes)); }
 
+double ComputeCostModel::opaque_s(const Compute& c, bool on_host) const {
+  if (c.dims[0] > 0) return double(c.dims[0]) * 1e-12;  // its own time, in picoseconds
+  // Priced as ASTRA-sim's roofline does an imported node: its ops at the dtype's peak or its bytes
+  // at the memory bandwidth, whichever is longer; on the host, its bytes at the host's share.
+  const double bytes = double(c.dims[2]);
+  if (on_host) return bytes / (eff_.host_memory_gbps * 1e9 / std::max(1, cluster_.gpus_per_node));
+  const double peak = cluster_.peak_tflops(c.dtype) * 1e12;
+  const double ops_s = peak > 0 ? double(c.dims[1]) / peak : 0.0;
+  return std::max(ops_s + cluster_.kernel_launch_us * 1e-6, stream_s(bytes));
+}
+
 double ComputeCostModel::host_dispatch_s(const Compute& c) const {
   // Without flash: baddbmm, softmax, (dropout,) bmm forward; two GEMMs, (dropout bwd,) softmax
   // bwd, two GEMMs backward. The schedule lists the dropout mask when there is one (as in
@@ -195,6 +206,7 @@ double ComputeCostModel::host_dispatch_s(const Compute& c) const {
 }
 
 double ComputeCostModel::time_s(const Compute& c, bool on_host) const {
+  if (c.kernel == Kernel::kOpaque) return opaque_s(c, on_host);
   if (calibration_) {
     const double t = calibration_->find(c);
     if (t >= 0) return t;

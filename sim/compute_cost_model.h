@@ -84,6 +84,7 @@ class ComputeCostModel {
   double gemm_s(DType t, double batch, double m, double n, double k, double bytes = -1) const;
   double stream_s(double bytes) const;
   double attention_unfused_s(const Compute& c) const;
+  double opaque_s(const Compute& c, bool on_host) const;
 
   ClusterSpec cluster_;
   KernelEfficiency eff_;

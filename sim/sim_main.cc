@@ -16,6 +16,7 @@
 #include "shared/resource_limit.h"
 #include "sim/sim_memory_estimate.h"
 #include "sim/sim_time_estimate.h"
+#include "traces/chakra/chakra_reader.h"
 #include "traces/chrome_json.h"
 #include "traces/trace_io.h"
 
@@ -23,6 +24,23 @@ namespace po = boost::program_options;
 using namespace tandem;
 
 namespace {
+
+// import_chakra, saying on stderr what it made of the traces (the nodes it could not replay by kind).
+Schedule import_chakra_verbose(Scenario scenario, const std::string& prefix) {
+  ChakraImport r;
+  Schedule s = import_chakra(std::move(scenario), prefix, &r);
+  std::cerr << "tandem sim: " << prefix << ": " << r.ranks << " ranks, " << r.nodes << " nodes, " << r.tasks
+            << " replayed (compute: " << r.timed << " with their own time, " << r.priced
+            << " priced from num_ops and tensor_size)";
+  int64_t skipped = 0;
+  for (const auto& [kind, n] : r.skipped) skipped += n;
+  if (skipped > 0) {
+    std::cerr << "; " << skipped << " not replayed:";
+    for (const auto& [kind, n] : r.skipped) std::cerr << " " << kind << " x" << n;
+  }
+  std::cerr << "\n";
+  return s;
+}
 
 // A trace file that exists only for the timeline (no --trace): removed when main is done.
 struct TemporaryFile {
@@ -35,7 +53,7 @@ struct TemporaryFile {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string scenario_path, trace_path, timeline_path, calibration_path;
+  std::string scenario_path, trace_path, timeline_path, calibration_path, chakra_prefix;
   std::string granularity = "phase", algorithm = "auto", protocol = "auto";
   std::vector<std::string> sets;
   std::string max_time = "1h";
@@ -55,12 +73,13 @@ int main(int argc, char** argv) {
       ("reserved-gib", po::value(&reserved_gib), "device memory held before the first allocation (CUDA context, NCCL)")
       ("max-memory", po::value(&max_memory_gib), "refuse a run estimated to need more than GIB of memory (default: half the RAM)")
       ("max-time", po::value(&max_time), "refuse a run estimated to take longer than DURATION of wall time: 90s, 30m, 2h; 0 for no limit (default 1h)")
+      ("chakra", po::value(&chakra_prefix), "replay the Chakra traces PREFIX.<rank>.et (and PREFIX.comm_groups.json) on the scenario's cluster instead of its model and strategy")
       ("no-shortcuts", "simulate without closed forms, compute fusion, shared class programs, tensor-parallel or replica folding")
       ("scenario", po::value(&scenario_path), "scenario file");
   po::variables_map vm;
   if (auto stop = parse_scenario_command_line("tandem sim", argc, argv, opts, vm)) return *stop;
   return run_main("tandem sim", [&] {
-    reject_empty_paths(vm, {"trace", "timeline", "calibration"});
+    reject_empty_paths(vm, {"trace", "timeline", "calibration", "chakra"});
     sim::SimOptions o;
     if (granularity == "step") o.granularity = sim::Granularity::kStep;
     else if (granularity != "phase") throw Error("--granularity: expected phase or step, got '" + granularity + "'");
@@ -91,7 +110,8 @@ int main(int argc, char** argv) {
     o.trace_path = trace_path;
     if (o.trace_path.empty() && !timeline_path.empty()) o.trace_path = temporary.path = timeline_path + ".trace.tmp";
 
-    Schedule schedule(load_scenario(scenario_path, sets));
+    Schedule schedule = chakra_prefix.empty() ? Schedule(load_scenario(scenario_path, sets))
+                                              : import_chakra_verbose(load_scenario(scenario_path, sets), chakra_prefix);
     print_scenario_notes("tandem sim", schedule.scenario());
     const sim::SimWork work = sim::count_sim_work(schedule, o);
     const sim::MemoryEstimate need = sim::estimate_memory(work, !o.trace_path.empty(), !timeline_path.empty());

@@ -39,8 +39,14 @@ void write_summary(std::ostream& out, const Schedule& schedule, const SimResult&
   const Scenario& sc = schedule.scenario();
   const StrategySpec& st = sc.strategy;
   out << "tandem sim: " << (sc.name.empty() ? sc.origin : sc.name) << " on " << schedule.world_size() << " x "
-      << sc.cluster.gpu_name << " (tp " << st.tp << ", pp " << st.pp << ", dp " << st.dp << ", sp " << st.sp
-      << ", micro-batches " << st.micro_batches() << ")\n";
+      << sc.cluster.gpu_name;
+  // A workload without a model (an imported trace: traces/chakra/chakra_reader.h) has no batch.
+  const bool tokens = st.global_batch > 0;
+  if (tokens)
+    out << " (tp " << st.tp << ", pp " << st.pp << ", dp " << st.dp << ", sp " << st.sp << ", micro-batches "
+        << st.micro_batches() << ")\n";
+  else
+    out << " (an imported workload: no model, so no tokens/s or MFU)\n";
   if (r.oom) {
     const OomReport& o = r.oom_report;
     out << "OUT OF MEMORY: rank " << o.rank << " at t = " << fmt("%.6f", o.time_s) << " s allocating '" << o.buffer
@@ -60,10 +66,12 @@ void write_summary(std::ostream& out, const Schedule& schedule, const SimResult&
       << ", " << fmt("%.6f", r.iteration_time_high_s) << "] s  (" << fmt("%+.1f", 100 * (r.iteration_time_low_s / t - 1))
       << " %, " << fmt("%+.1f", 100 * (r.iteration_time_high_s / t - 1))
       << " %; from each cost component's residuals on the reference data, docs/sim.md)\n";
-  out << "tokens/s               " << fmt("%.1f", r.tokens_per_s) << "\n";
-  out << "model TFLOP/s per GPU  " << fmt("%.1f", r.model_tflops_per_gpu) << "  (hardware, with recompute: "
-      << fmt("%.1f", r.hardware_tflops_per_gpu) << ")\n";
-  out << "MFU                    " << fmt("%.1f", 100 * r.mfu) << " %\n";
+  if (tokens) {
+    out << "tokens/s               " << fmt("%.1f", r.tokens_per_s) << "\n";
+    out << "model TFLOP/s per GPU  " << fmt("%.1f", r.model_tflops_per_gpu) << "  (hardware, with recompute: "
+        << fmt("%.1f", r.hardware_tflops_per_gpu) << ")\n";
+    out << "MFU                    " << fmt("%.1f", 100 * r.mfu) << " %\n";
+  }
   const Breakdown b = breakdown_of(r, r.slowest_rank);
   auto pct = [&](double v) { return t > 0 ? fmt("%5.1f %%", 100 * v / t) : std::string("-"); };
   out << "breakdown of rank " << b.rank << " (the last to finish):\n";

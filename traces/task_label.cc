@@ -51,6 +51,7 @@ int shape_dims(Kernel k) {
     case Kernel::kRingAttentionBwd: return 6;  // with the mode: the steps' shapes differ
     case Kernel::kKvPack:
     case Kernel::kKvUnpack: return 3;
+    case Kernel::kOpaque: return 0;  // its label is the imported node's name
   }
   return 0;
 }

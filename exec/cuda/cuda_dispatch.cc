@@ -417,6 +417,9 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
       });
       break;
     }
+    case Kernel::kOpaque:
+      throw Error("exec: an opaque kernel (a node of an imported trace) has nothing to run: only tandem sim replays it",
+                  ErrorKind::kBadInput);
   }
 }
 

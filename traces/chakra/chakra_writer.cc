@@ -112,6 +112,7 @@ bool fill(Node& n, const Schedule& s, const Program& p, const Task& t, const sim
   }
   n.set_id(t.id);
   n.set_name(task_label(s, p, t));
+  attr(n, "tandem_stream")->set_int64_val(int64_t(t.stream));  // for tandem sim --chakra (chakra_reader.h)
   return true;
 }
 

@@ -34,6 +34,8 @@
 //  - Copy h2d/d2h: MEM_LOAD_NODE / MEM_STORE_NODE, tensor_size = bytes.
 //  - Alloc / Free: no node (Chakra has no allocation node). A task that depended on one depends
 //    instead on what that one depended on.
+//  - tandem_stream (int64, every node): the task's stream (shared/schedule.h Stream), which
+//    Chakra lacks: `tandem sim --chakra` replays an export on the streams it came from.
 //  - data_deps = the task's deps and the previous task of its stream (Chakra has no streams: the
 //    stream order is a dependency), sorted, without duplicates.
 //  - ctrl_deps of a communication node (collective, send, recv) = the rank's previous
