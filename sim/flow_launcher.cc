@@ -52,9 +52,8 @@ void FlowLauncher::launch(uint32_t op, double now) {
   NetOp& o = ops_[op];
   o.phase = 0;
   // Folded: everything but the unit's own tp group moves the data of every lane.
-  o.lanes = layout_.fold() > 1 && (o.kind != NetOp::kCollective || !layout_.lane_groups(o.group).empty())
-                ? uint32_t(layout_.fold())
-                : 1;
+  // (Grid folding: a group inside the unit moves the data of each of its sibling groups.)
+  o.lanes = o.kind == NetOp::kCollective ? layout_.op_lanes(o.group) : uint32_t(layout_.fold());
   if (o.kind == NetOp::kCollective) {
     result_.collectives += o.lanes;
     const Collective& c = *o.collective;
@@ -134,8 +133,9 @@ void FlowLauncher::start_phase(uint32_t op, double now) {
     const bool h2d = o.direction == CopyDirection::kH2D;
     o.shadows.clear();
     for (uint32_t lane = 0; lane < o.lanes; ++lane) {
-      sg::Host* gpu = platform_.pcie(o.src + int(lane));
-      sg::Host* cpu = platform_.cpu_of(o.src + int(lane));
+      const int rank = layout_.lane_rank(o.src, lane);
+      sg::Host* gpu = platform_.pcie(rank);
+      sg::Host* cpu = platform_.cpu_of(rank);
       sg::CommPtr c = sg::Comm::sendto_async(h2d ? cpu : gpu, h2d ? gpu : cpu, uint64_t(o.bytes));
       if (lane) o.shadows.push_back(std::move(c));
       else add_flow(std::move(c), op, 0, Links{kUntracked, kUntracked});

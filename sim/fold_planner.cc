@@ -10,9 +10,23 @@ FoldPlanner::FoldPlanner(const Schedule& schedule, const SimOptions& options, co
                          const std::vector<std::shared_ptr<ProgramInfo>>& infos)
     : schedule_(schedule), options_(options), platform_(platform), infos_(infos) {
   scan_exclusive_groups();
-  fold_ = choose_fold();
+  fold_ = choose_grid_fold();
+  if (fold_ == 1) fold_ = choose_fold();
+  units_ = schedule_.world_size() / fold_;
   if (lane_groups_.empty()) lane_groups_.resize(schedule_.groups().size());
   count_parties();
+}
+
+std::vector<std::pair<int, int>> FoldPlanner::unit_nodes(int unit) const {
+  std::vector<std::pair<int, int>> out;
+  for (int lane = 0; lane < fold_; ++lane) {
+    const int node = platform_.node_of(member(unit, lane));
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == node; });
+    if (it == out.end()) out.emplace_back(node, 1);
+    else ++it->second;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 void FoldPlanner::scan_exclusive_groups() {
@@ -204,10 +218,12 @@ int FoldPlanner::choose_replica_fold() {
 void FoldPlanner::count_parties() {
   const auto& groups = schedule_.groups();
   group_parties_.assign(groups.size(), 0);
+  std::vector<int> seen;
   for (size_t g = 0; g < groups.size(); ++g) {
-    int last = -1;
-    for (int m : groups[g].ranks)  // members of a unit are consecutive in a group (checked by choose_fold)
-      if (unit_of(m) != last) ++group_parties_[g], last = unit_of(m);
+    seen.clear();
+    for (int m : groups[g].ranks) seen.push_back(unit_of(m));
+    std::sort(seen.begin(), seen.end());
+    group_parties_[g] = uint32_t(std::unique(seen.begin(), seen.end()) - seen.begin());
   }
 }
 

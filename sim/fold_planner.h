@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <memory>
 #include <vector>
 
@@ -29,23 +30,41 @@ class FoldPlanner {
               const std::vector<std::shared_ptr<ProgramInfo>>& infos);
 
   int fold() const { return fold_; }  // ranks per replayed state (tp lanes, or all replicas); 1: none
-  int unit_of(int rank) const { return rank / fold_; }
+  int units() const { return units_; }
+  // A unit's lanes are ranks; lane 0 is the rank the state replays. Consecutive ranks (tp lanes,
+  // pure data parallelism: unit u = ranks u*fold ..), or, with grid folding, every replica's tp
+  // lanes of one pipeline stage (lane d*tp + m = rank (d, stage, m)).
+  int unit_of(int rank) const { return grid_ ? unit_of_[rank] : rank / fold_; }
+  int lane_of(int rank) const { return grid_ ? lane_of_[rank] : rank % fold_; }
+  int lane0(int unit) const { return member(unit, 0); }
+  int member(int unit, int lane) const { return grid_ ? members_[size_t(unit) * fold_ + lane] : unit * fold_ + lane; }
+  // Lanes that are not consecutive ranks (grid folding): SimResult::lane0 and the trace use it.
+  bool scattered() const { return grid_; }
   // The group's members are on one node and their NVLink ports carry nothing else: closed form.
   bool exclusive(GroupId g) const { return group_exclusive_[g]; }
   // Replayed states that must issue a collective of the group before it moves (1: no matching).
   uint32_t parties(GroupId g) const { return group_parties_[g]; }
   // Folded: a lane-0 group's counterpart in every lane (empty: the unit's own tp group, or no fold).
+  // Grid folding: a group inside the unit lists its sibling groups (every replica's tp group, every
+  // tp lane's data-parallel group), which the one state's collective stands for.
   const std::vector<GroupId>& lane_groups(GroupId g) const { return lane_groups_[g]; }
+  // Lanes an op of the group moves (1: the group itself; grid folding: its siblings; else fold).
+  uint32_t op_lanes(GroupId g) const {
+    return fold_ > 1 && !lane_groups_[g].empty() ? uint32_t(lane_groups_[g].size()) : 1;
+  }
   bool folded_lanes(GroupId g) const { return fold_ > 1 && !lane_groups_[g].empty(); }
   // Folded: rank `r` moved `lane` lanes on in its own unit (lane m of a unit talks to lane m of
   // another unit's, or, inside one unit, lane m + d talks to lane m' + d, mod the fold).
-  int lane_rank(int r, uint32_t lane) const { return r - r % fold_ + (r % fold_ + int(lane)) % fold_; }
-  bool same_unit(int a, int b) const { return a / fold_ == b / fold_; }
+  int lane_rank(int r, uint32_t lane) const { return member(unit_of(r), (lane_of(r) + int(lane)) % fold_); }
+  bool same_unit(int a, int b) const { return unit_of(a) == unit_of(b); }
+  // Nodes a unit's lanes lie on, ascending, with the number of its lanes on each (host memory).
+  std::vector<std::pair<int, int>> unit_nodes(int unit) const;
 
  private:
   void scan_exclusive_groups();
   int choose_fold();
   int choose_replica_fold();
+  int choose_grid_fold();  // fold_planner_grid.cc
   void count_parties();
 
   // Usage of groups and peers by each distinct program.
@@ -60,6 +79,9 @@ class FoldPlanner {
   const std::vector<std::shared_ptr<ProgramInfo>>& infos_;
   std::map<const ProgramInfo*, Usage> usage_;
   int fold_ = 1;
+  int units_ = 1;
+  bool grid_ = false;                              // grid folding: the three tables below
+  std::vector<int> unit_of_, lane_of_, members_;  // by rank, by rank, by unit * fold + lane
   std::vector<uint8_t> group_exclusive_;           // by group id
   std::vector<uint8_t> group_unit_private_;        // by group id: ports carry only the group and its p2p
   std::vector<uint32_t> group_parties_;            // by group id

@@ -7,20 +7,20 @@
 
 namespace tandem::sim {
 
-MemoryLedger::MemoryLedger(const Schedule& schedule, const SimOptions& options, const Platform& platform, int fold,
+MemoryLedger::MemoryLedger(const Schedule& schedule, const SimOptions& options, const Platform& platform,
                            SimResult& result)
     : options_(options),
       platform_(platform),
       cluster_(schedule.scenario().cluster),
-      fold_(fold),
       result_(result),
       hbm_bytes_(cluster_.hbm_bytes()) {
   const int n = schedule.world_size();
   node_host_bytes_.assign((n + platform_.gpus_per_node() - 1) / platform_.gpus_per_node(), 0);
 }
 
-void MemoryLedger::add_unit(const ProgramInfo& info, RankStats& stats) {
+void MemoryLedger::add_unit(const ProgramInfo& info, RankStats& stats, std::vector<std::pair<int, int>> nodes) {
   UnitMemory& u = units_.emplace_back();
+  u.nodes = std::move(nodes);
   u.live.assign(info.program.buffers.size(), 0);
   u.device_bytes = options_.reserved_device_bytes;
   stats.peak_device_bytes = u.device_bytes;
@@ -50,7 +50,6 @@ void MemoryLedger::apply(int unit, int rank, const ProgramInfo& info, const Task
     throw Error("schedule: " + rank_task(rank, t.id) + (alloc ? " allocates buffer '" : " frees buffer '") + b.name +
                 "' (" + std::to_string(id) + ")" + (alloc ? " that is already live" : " that is not live"));
   u.live[idx] = alloc;
-  const int node = platform_.node_of(rank);
   const int64_t delta = alloc ? b.bytes : -b.bytes;
   if (b.placement == Placement::kDevice) {
     if (alloc && u.device_bytes + b.bytes > cluster_.hbm_bytes() && cluster_.hbm_bytes() > 0) {
@@ -61,19 +60,14 @@ void MemoryLedger::apply(int unit, int rank, const ProgramInfo& info, const Task
     stats.peak_device_bytes = std::max(stats.peak_device_bytes, u.device_bytes);
   } else {
     const int64_t cap = static_cast<int64_t>(cluster_.host_memory_gib * 1073741824.0);
-    // Each node the unit's ranks [rank, rank + fold) lie on is charged for its own ranks (a tp
-    // unit lies on one node; a replica-folded unit may span several).
-    const int gpn = platform_.gpus_per_node();
-    const int last = std::min(rank + fold_, int(node_host_bytes_.size()) * gpn) - 1;
-    for (int k = node; k <= last / gpn; ++k) {
-      const int64_t lanes = std::min(last, (k + 1) * gpn - 1) - std::max(rank, k * gpn) + 1;
-      if (alloc && cap > 0 && node_host_bytes_[k] + lanes * b.bytes > cap) {
+    // Each node the unit's lanes lie on is charged for its own lanes (a tp unit lies on one node; a
+    // replica-folded unit may span several).
+    for (const auto& [k, lanes] : u.nodes)
+      if (alloc && cap > 0 && node_host_bytes_[k] + int64_t(lanes) * b.bytes > cap) {
         u.live[idx] = 0;
         out_of_memory(u, rank, info, b, true, node_host_bytes_[k], cap, now);
       }
-    }
-    for (int k = node; k <= last / gpn; ++k)
-      node_host_bytes_[k] += (std::min(last, (k + 1) * gpn - 1) - std::max(rank, k * gpn) + 1) * delta;
+    for (const auto& [k, lanes] : u.nodes) node_host_bytes_[k] += int64_t(lanes) * delta;
     u.host_bytes += delta;
     stats.peak_host_bytes = std::max(stats.peak_host_bytes, u.host_bytes);
   }

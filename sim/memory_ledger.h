@@ -24,12 +24,12 @@ class MemoryLedger {
   // Thrown when an allocation does not fit; the report is in the result given to the constructor.
   class OutOfMemory {};
 
-  // `fold`: ranks per replayed state; `result`: receives the memory samples and the OOM report.
-  MemoryLedger(const Schedule& schedule, const SimOptions& options, const Platform& platform, int fold,
-               SimResult& result);
+  // `result`: receives the memory samples and the OOM report.
+  MemoryLedger(const Schedule& schedule, const SimOptions& options, const Platform& platform, SimResult& result);
 
-  // Size the state's tables for its program and hold the reserved bytes (SimOptions).
-  void add_unit(const ProgramInfo& info, RankStats& stats);
+  // Size the state's tables for its program and hold the reserved bytes (SimOptions); `nodes`:
+  // the nodes its lanes lie on and how many on each (FoldPlanner::unit_nodes), for host memory.
+  void add_unit(const ProgramInfo& info, RankStats& stats, std::vector<std::pair<int, int>> nodes);
 
   // The Alloc or Free task `t` of `unit` (whose lane 0 is `rank`) at time `now`.
   void apply(int unit, int rank, const ProgramInfo& info, const Task& t, bool alloc, double now, RankStats& stats);
@@ -38,6 +38,7 @@ class MemoryLedger {
   struct UnitMemory {
     std::vector<uint8_t> live;  // by buffer index
     int64_t device_bytes = 0, host_bytes = 0;
+    std::vector<std::pair<int, int>> nodes;  // (node, lanes on it), ascending
   };
   void record(const UnitMemory& u, int rank, double now);
   [[noreturn]] void out_of_memory(const UnitMemory& u, int rank, const ProgramInfo& info, const Buffer& b, bool host,
@@ -46,7 +47,6 @@ class MemoryLedger {
   const SimOptions& options_;
   const Platform& platform_;
   const ClusterSpec& cluster_;
-  const int fold_;
   SimResult& result_;
   const int64_t hbm_bytes_;
   std::vector<UnitMemory> units_;

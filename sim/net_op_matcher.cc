@@ -70,7 +70,7 @@ uint32_t NetOpMatcher::post_p2p(RankState& r, TaskId id, const SendRecv& s, doub
     // Folded, inside the unit (r.rank is lane 0): this state's receive from lane e stands for
     // lane T - e's receive from lane 0, so it meets this state's own sends to lane T - e.
     src = r.rank;
-    dst = layout_.lane_rank(r.rank, uint32_t(layout_.fold() - (peer - r.rank)));
+    dst = layout_.lane_rank(r.rank, uint32_t(layout_.fold() - layout_.lane_of(peer)));
   }
   auto& q = pairs_[(uint64_t(src) << 32) | uint32_t(dst)];
   if (!q) q = std::make_unique<PairQueue>();

@@ -36,7 +36,7 @@ class NetOpMatcher {
   struct PairQueue {
     std::deque<uint32_t> sends, recvs;  // ops posted by one side, waiting for the other
   };
-  int rank_of_unit(int32_t unit) const { return unit * layout_.fold(); }
+  int rank_of_unit(int32_t unit) const { return layout_.lane0(unit); }
 
   const Schedule& schedule_;
   const FoldPlanner& layout_;

@@ -38,11 +38,15 @@ void ReplayEngine::prepare() {
   layout_.emplace(schedule_, options_, platform_, infos_);
   fold_ = layout_->fold();
   result_.fold = fold_;
-  memory_.emplace(schedule_, options_, platform_, fold_, result_);
-  ranks_.resize(n / fold_);
+  memory_.emplace(schedule_, options_, platform_, result_);
+  ranks_.resize(layout_->units());
+  if (layout_->scattered()) {
+    result_.lane0.resize(n);
+    for (int r = 0; r < n; ++r) result_.lane0[r] = layout_->lane0(layout_->unit_of(r));
+  }
   for (size_t u = 0; u < ranks_.size(); ++u) {
     RankState& s = ranks_[u];
-    s.rank = int(u) * fold_;
+    s.rank = layout_->lane0(int(u));
     s.unit = int(u);
     s.info = infos_[s.rank].get();
     s.translate = s.info->program.rank != s.rank;
@@ -50,7 +54,7 @@ void ReplayEngine::prepare() {
     s.done.assign((tasks + 63) / 64, 0);
     s.remaining = tasks;
     tasks_total_ += tasks;
-    memory_->add_unit(*s.info, s.stats);
+    memory_->add_unit(*s.info, s.stats, layout_->unit_nodes(int(u)));
     s.stats.model_flops = s.info->model_flops;
     s.stats.hardware_flops = s.info->hardware_flops;
     s.stats.component_s = s.info->compute_component_s;
@@ -80,11 +84,11 @@ void ReplayEngine::operator()() {
   }
   progress_.finish();
   result_.iteration_time_s = 0;
-  result_.ranks.reserve(ranks_.size() * fold_);
+  result_.ranks.resize(ranks_.size() * fold_);
   for (RankState& r : ranks_) {
     r.account(std::max(r.last_t, r.stats.end_s));
     result_.iteration_time_s = std::max(result_.iteration_time_s, r.stats.end_s);
-    for (int m = 0; m < fold_; ++m) result_.ranks.push_back(r.stats);
+    for (int m = 0; m < fold_; ++m) result_.ranks[layout_->member(r.unit, m)] = r.stats;
   }
   if (result_.oom) result_.iteration_time_s = result_.oom_report.time_s;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "shared/error.h"
@@ -13,7 +14,7 @@ namespace tandem::sim {
 void write_sim_trace(const Schedule& schedule, const SimResult& r, const std::string& path) {
   const int world = schedule.world_size();
   const int fold = std::max(1, r.fold);
-  if (world % fold != 0)
+  if (r.lane0.empty() && world % fold != 0)
     throw Error("sim trace: fold " + std::to_string(fold) + " does not divide " + std::to_string(world) + " ranks",
                 ErrorKind::kInternal);
   // What the trace keeps of each task, once per rank class; labels interned class by class in
@@ -33,45 +34,66 @@ void write_sim_trace(const Schedule& schedule, const SimResult& r, const std::st
   proto::Rank record;
   std::vector<TraceEvent> events;
   std::vector<TraceSample> samples;
-  size_t task = 0, sample = 0;
-  for (int unit = 0; unit < world / fold; ++unit) {
-    const int lane0 = unit * fold;
-    events.clear();
-    samples.clear();
-    for (; task < r.tasks.size() && r.tasks[task].rank == lane0; ++task) {
-      const TaskTiming& t = r.tasks[task];
-      if (!events.empty() && events.back().id == t.task)
-        throw Error("sim trace: rank " + std::to_string(lane0) + " task " + std::to_string(t.task) +
-                        ": recorded twice", ErrorKind::kInternal);
-      events.push_back({t.task, t.start_s, t.end_s});
-    }
-    for (; sample < r.memory.size() && r.memory[sample].rank == lane0; ++sample) {
-      const MemorySample& m = r.memory[sample];
-      samples.push_back({m.time_s, m.device_bytes, m.host_bytes});
-    }
-    std::stable_sort(samples.begin(), samples.end(),
-                     [](const TraceSample& a, const TraceSample& b) { return a.time_s < b.time_s; });
-    const auto it = class_of_rep.find(schedule.representative_of(lane0));
-    if (it == class_of_rep.end())
-      throw Error("sim trace: rank " + std::to_string(lane0) + " has no class", ErrorKind::kInternal);
-    const std::vector<TraceTaskInfo>& info = infos[it->second];
-    for (const TraceEvent& e : events)
-      if (e.id >= info.size())
-        throw Error("sim trace: rank " + std::to_string(lane0) + " task " + std::to_string(e.id) + " outside its program",
-                    ErrorKind::kInternal);
-    fill_trace_rank(lane0, events, info, samples, record);
-    // The lanes of a folded unit run the same class program (ReplayEngine::choose_fold), so their
-    // records differ only in the rank number.
-    for (int m = 0; m < fold; ++m) {
-      if (m > 0 && class_of_rep.at(schedule.representative_of(lane0 + m)) != it->second)
-        throw Error("sim trace: folded ranks " + std::to_string(lane0) + " and " + std::to_string(lane0 + m) +
-                        " run different programs", ErrorKind::kInternal);
-      record.set_rank(lane0 + m);
-      writer.add_rank(record);
-    }
+  // Each unit's recordings (kept once, under its lane 0's rank): where they lie in r.tasks / r.memory.
+  std::map<int, std::pair<size_t, size_t>> task_range, sample_range;
+  for (size_t i = 0; i < r.tasks.size();) {
+    size_t j = i;
+    while (j < r.tasks.size() && r.tasks[j].rank == r.tasks[i].rank) ++j;
+    task_range[r.tasks[i].rank] = {i, j};
+    i = j;
   }
-  if (task != r.tasks.size() || sample != r.memory.size())
-    throw Error("sim trace: timings of a rank that is not a unit's first lane", ErrorKind::kInternal);
+  for (size_t i = 0; i < r.memory.size();) {
+    size_t j = i;
+    while (j < r.memory.size() && r.memory[j].rank == r.memory[i].rank) ++j;
+    sample_range[r.memory[i].rank] = {i, j};
+    i = j;
+  }
+  if (!r.lane0.empty() && int(r.lane0.size()) != world)
+    throw Error("sim trace: lane map of " + std::to_string(r.lane0.size()) + " ranks", ErrorKind::kInternal);
+  int built = -1;  // the lane 0 whose record `record` holds
+  size_t class_index = 0;
+  for (int rank = 0; rank < world; ++rank) {
+    const int lane0 = r.lane0.empty() ? rank - rank % fold : r.lane0[rank];
+    if (lane0 != built) {
+      built = lane0;
+      events.clear();
+      samples.clear();
+      if (auto t = task_range.find(lane0); t != task_range.end())
+        for (size_t i = t->second.first; i < t->second.second; ++i) {
+          const TaskTiming& e = r.tasks[i];
+          if (!events.empty() && events.back().id == e.task)
+            throw Error("sim trace: rank " + std::to_string(lane0) + " task " + std::to_string(e.task) +
+                            ": recorded twice", ErrorKind::kInternal);
+          events.push_back({e.task, e.start_s, e.end_s});
+        }
+      if (auto m = sample_range.find(lane0); m != sample_range.end())
+        for (size_t i = m->second.first; i < m->second.second; ++i)
+          samples.push_back({r.memory[i].time_s, r.memory[i].device_bytes, r.memory[i].host_bytes});
+      std::stable_sort(samples.begin(), samples.end(),
+                       [](const TraceSample& a, const TraceSample& b) { return a.time_s < b.time_s; });
+      const auto it = class_of_rep.find(schedule.representative_of(lane0));
+      if (it == class_of_rep.end())
+        throw Error("sim trace: rank " + std::to_string(lane0) + " has no class", ErrorKind::kInternal);
+      class_index = it->second;
+      const std::vector<TraceTaskInfo>& info = infos[class_index];
+      for (const TraceEvent& e : events)
+        if (e.id >= info.size())
+          throw Error("sim trace: rank " + std::to_string(lane0) + " task " + std::to_string(e.id) +
+                          " outside its program", ErrorKind::kInternal);
+      fill_trace_rank(lane0, events, info, samples, record);
+    }
+    // The lanes of a folded unit run the same class program (FoldPlanner), so their records differ
+    // only in the rank number.
+    if (rank != lane0 && class_of_rep.at(schedule.representative_of(rank)) != class_index)
+      throw Error("sim trace: folded ranks " + std::to_string(lane0) + " and " + std::to_string(rank) +
+                      " run different programs", ErrorKind::kInternal);
+    record.set_rank(rank);
+    writer.add_rank(record);
+  }
+  for (const auto& ranges : {task_range, sample_range})
+    for (const auto& entry : ranges)
+      if (entry.first >= world || (r.lane0.empty() ? entry.first % fold != 0 : r.lane0[entry.first] != entry.first))
+        throw Error("sim trace: timings of a rank that is not a unit's first lane", ErrorKind::kInternal);
   writer.finish();
 }
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <unordered_map>
+#include <utility>
 #include <string>
 
 #include <simgrid/s4u.hpp>
@@ -26,10 +28,31 @@ SimResult simulate_isolated(const Schedule& schedule, const SimOptions& options)
 
 // Folded units' recordings, one per unit under lane 0's rank, as one entry per rank: each entry
 // of a unit copied for its `fold` lanes. Keeps the order (rank, then the unit's own order).
+// Grid folding (`lane0` not empty): each rank gets the entries of its unit's lane 0, ranks in order.
 template <class T>
-void expand_lanes(std::vector<T>& v, int fold) {
+void expand_lanes(std::vector<T>& v, int fold, const std::vector<int32_t>& lane0) {
   if (fold <= 1 || v.empty()) return;
   std::vector<T> out;
+  if (!lane0.empty()) {
+    std::unordered_map<int32_t, std::pair<size_t, size_t>> range;  // lane 0 rank -> its entries
+    for (size_t begin = 0; begin < v.size();) {
+      size_t end = begin;
+      while (end < v.size() && v[end].rank == v[begin].rank) ++end;
+      range[v[begin].rank] = {begin, end};
+      begin = end;
+    }
+    out.reserve(v.size() * size_t(fold));
+    for (int32_t rank = 0; rank < int32_t(lane0.size()); ++rank) {
+      const auto it = range.find(lane0[rank]);
+      if (it == range.end()) continue;
+      for (size_t i = it->second.first; i < it->second.second; ++i) {
+        out.push_back(v[i]);
+        out.back().rank = rank;
+      }
+    }
+    v = std::move(out);
+    return;
+  }
   out.reserve(v.size() * size_t(fold));
   for (size_t begin = 0; begin < v.size();) {
     size_t end = begin;
@@ -87,9 +110,9 @@ SimResult run_here(const Schedule& schedule, const SimOptions& options) {
   finalize_metrics(r, sc);  // before the trace, which carries the prediction interval
   // A folded run that was not exact is run again unfolded (simulate()), which writes the trace.
   if (tracing && !r.oom && r.fold_exact) write_sim_trace(schedule, r, options.trace_path);
-  if (options.record_tasks) expand_lanes(r.tasks, r.fold);
+  if (options.record_tasks) expand_lanes(r.tasks, r.fold, r.lane0);
   else std::vector<TaskTiming>().swap(r.tasks);
-  if (options.record_memory) expand_lanes(r.memory, r.fold);
+  if (options.record_memory) expand_lanes(r.memory, r.fold, r.lane0);
   else std::vector<MemorySample>().swap(r.memory);
   return r;
 }

@@ -137,6 +137,9 @@ struct SimResult {
   int programs_generated = 0;
   int fold = 1;             // ranks replayed per state (tensor-parallel or replica folding; 1: none)
   bool fold_exact = true;   // folded lanes' flows all ended together (else simulate() reruns unfolded)
+  // Grid folding (lanes not consecutive ranks): by rank, the rank its unit's recordings are kept
+  // under (lane 0); empty otherwise (rank - rank % fold). Used in the simulation's own process only.
+  std::vector<int32_t> lane0;
 };
 
 // Throws Error on bad input (a schedule that cannot run: mismatched collectives or p2p, a

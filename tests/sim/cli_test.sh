@@ -10,11 +10,12 @@ cmp "$tmp/a.out" "$tmp/b.out"
 cmp "$tmp/a.pb" "$tmp/b.pb"
 cmp "$tmp/a.json" "$tmp/b.json"
 grep -q '"iteration_time_s"' "$tmp/a.out"
-# The same with tensor-parallel groups folded (one tp group per node): still byte-identical.
+# The same folded (one tp group per node, a replica on two nodes: grid folding, a state per pipeline
+# stage for dp 2 x tp 2 = 4 ranks): still byte-identical.
 fold_args="--set cluster.gpus=8 --set cluster.gpus_per_node=2 --set strategy.tp=2 --set strategy.pp=2 --set strategy.global_batch=16"
 "$bin" "$src/scenarios/tiny-gpt.textproto" $fold_args --json --trace "$tmp/c.pb" > "$tmp/c.out"
 "$bin" "$src/scenarios/tiny-gpt.textproto" $fold_args --json --trace "$tmp/d.pb" > "$tmp/d.out"
-grep -q '"ranks_per_replayed_state": 2' "$tmp/c.out"
+grep -q '"ranks_per_replayed_state": 4' "$tmp/c.out"
 cmp "$tmp/c.out" "$tmp/d.out"
 cmp "$tmp/c.pb" "$tmp/d.pb"
 # Pure data parallelism over two nodes: the 16 replicas are one replayed state (replica folding),

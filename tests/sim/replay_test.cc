@@ -261,6 +261,7 @@ void expect_folding_exact(const std::vector<std::string>& sets, int fold, const 
   Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
   SimOptions folded = base;
   folded.record_tasks = folded.record_memory = true;
+  folded.fold_data_parallel = false;  // tensor-parallel folding alone (grid folding: replica_fold_test.cc)
   SimOptions unfolded = folded;
   unfolded.fold_tensor_parallel = false;
   SimOptions none = unfolded;
@@ -388,7 +389,12 @@ TEST(Shortcuts, TensorParallelFoldingOnlyWhereExact) {
   Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto",
                            {"cluster.gpus=8", "cluster.gpus_per_node=4", "strategy.tp=2", "strategy.pp=2",
                             "strategy.global_batch=16"}));
-  EXPECT_EQ(simulate(s, {}).fold, 1);
+  SimOptions tp_only;
+  tp_only.fold_data_parallel = false;
+  EXPECT_EQ(simulate(s, tp_only).fold, 1);
+  // (Grid folding takes it: a replica per node, a state per stage of 2 replicas x 2 lanes;
+  // replica_fold_test.cc checks such cases against the unshortened path.)
+  EXPECT_EQ(simulate(s, {}).fold, 4);
   // A hand-written schedule has no tensor-parallel grid: nothing is folded.
   EXPECT_EQ(simulate(mixed_schedule(), {}).fold, 1);
 }

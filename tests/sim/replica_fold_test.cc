@@ -44,9 +44,9 @@ Output run(const Schedule& s, SimOptions o, const std::string& name) {
   return out;
 }
 
-// `fold`: the ranks one state must stand for with replica folding on; `replicas`: whether that is
-// replica folding (else tensor-parallel folding or none, the same without replica folding).
-void expect_same_outputs(const std::vector<std::string>& sets, int fold, bool replicas = true) {
+// `fold`: the ranks one state must stand for with replica folding on; `fold_off`: without it
+// (tensor-parallel folding, or none).
+void expect_same_outputs(const std::vector<std::string>& sets, int fold, int fold_off = 1) {
   Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
   SimOptions on;
   SimOptions off = on;
@@ -55,8 +55,8 @@ void expect_same_outputs(const std::vector<std::string>& sets, int fold, bool re
   none.closed_form_uncontended = none.fuse_compute = none.share_class_programs = none.fold_tensor_parallel = false;
   const Output a = run(s, on, "on"), b = run(s, off, "off"), c = run(s, none, "none");
   EXPECT_EQ(a.result.fold, fold);
-  EXPECT_EQ(b.result.fold, replicas ? 1 : fold);
-  if (replicas) {
+  EXPECT_EQ(b.result.fold, fold_off);
+  if (fold > fold_off) {
     EXPECT_LT(a.result.events, b.result.events);
   }
   EXPECT_TRUE(a.result.fold_exact);
@@ -105,14 +105,47 @@ TEST(ReplicaFolding, OffloadCopiesOnEveryGpu) {
                       16);
 }
 
-TEST(ReplicaFolding, OnlyForPureDataParallelism) {
-  // Data x tensor parallelism (tp groups folded, not replicas) and data x pipeline parallelism
-  // (p2p between stages): no replica folding, and the outputs are still those without it.
-  expect_same_outputs({"cluster.gpus=16", "cluster.gpus_per_node=2", "strategy.tp=2", "strategy.global_batch=16"}, 2,
-                      false);
-  expect_same_outputs({"cluster.gpus=16", "cluster.gpus_per_node=2", "strategy.pp=2", "strategy.global_batch=32"}, 1,
-                      false);
-  expect_same_outputs({"cluster.gpus=16", "strategy.tp=2", "strategy.global_batch=16"}, 1, false);
+// Grid folding (FoldPlanner::choose_grid_fold): the replicas and tp lanes of one pipeline stage
+// as one state; folds counted by hand: dp * tp ranks per state.
+TEST(ReplicaFolding, GridDataTimesTensorParallel) {
+  // dp 8 x tp 2 on nodes of 2: one state of all 16 ranks (tp groups closed-form on their node, the
+  // gradient all-reduces of both tp lanes across the NICs); without it, tp groups folded (2).
+  expect_same_outputs({"cluster.gpus=16", "cluster.gpus_per_node=2", "strategy.tp=2", "strategy.global_batch=16"}, 16,
+                      2);
+}
+
+TEST(ReplicaFolding, GridDataTimesPipelineParallel) {
+  // dp 8 x pp 2 on nodes of 2 (one replica per node): a state per stage, 8 ranks each; pipeline
+  // messages on NVLink inside each node, gradient all-reduces across the NICs.
+  expect_same_outputs({"cluster.gpus=16", "cluster.gpus_per_node=2", "strategy.pp=2", "strategy.global_batch=32"}, 8);
+  // dp 4 x pp 4 on nodes of 1: pipeline messages and gradient all-reduces share the NICs.
+  expect_same_outputs({"cluster.gpus=16", "cluster.gpus_per_node=1", "strategy.pp=4", "strategy.global_batch=32"}, 4);
+}
+
+TEST(ReplicaFolding, GridDataTensorPipeline) {
+  // dp 4 x tp 2 x pp 2 on nodes of 4 (a replica per node; two tp groups and a pipeline neighbour
+  // per node, so tensor-parallel folding alone is refused): a state per stage of 8 ranks.
+  expect_same_outputs({"cluster.gpus=16", "cluster.gpus_per_node=4", "strategy.tp=2", "strategy.pp=2",
+                       "strategy.global_batch=32"},
+                      8);
+  // dp 2 x tp 2 x pp 2 on nodes of 2 (a tp group per node): 4 ranks per state, tp folding alone 2.
+  expect_same_outputs({"cluster.gpus=8", "cluster.gpus_per_node=2", "strategy.tp=2", "strategy.pp=2",
+                       "strategy.global_batch=16"},
+                      4, 2);
+  // The same with ZeRO 1 and with the optimizer offloaded (PCIe copies of every lane, host memory).
+  expect_same_outputs({"cluster.gpus=16", "cluster.gpus_per_node=4", "strategy.tp=2", "strategy.pp=2",
+                       "strategy.global_batch=32", "strategy.zero_stage=1"},
+                      8);
+  expect_same_outputs({"cluster.gpus=16", "cluster.gpus_per_node=4", "strategy.tp=2", "strategy.pp=2",
+                       "strategy.global_batch=32", "strategy.zero_stage=2", "strategy.offload=optimizer"},
+                      8);
+}
+
+TEST(ReplicaFolding, GridOnlyWhereExact) {
+  // tp 2 on nodes of 8 with pp 1: a replica is 2 GPUs, not whole nodes, so moving a replica is no
+  // symmetry of the platform (its NICs): not folded (nor by tensor-parallel folding: the tp groups
+  // share their node's NVLink ports with the data-parallel traffic).
+  expect_same_outputs({"cluster.gpus=16", "strategy.tp=2", "strategy.global_batch=16"}, 1);
 }
 
 }  // namespace

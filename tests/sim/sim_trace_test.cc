@@ -83,9 +83,13 @@ TEST(SimTrace, StreamedTraceEqualsTheBuilderTrace) {
 }
 
 TEST(SimTrace, FoldedUnitsAreWrittenForEveryRank) {
+  // Grid folding: a state per pipeline stage stands for its 2 replicas x 2 tp lanes, ranks that are
+  // not consecutive (stage 0: ranks 0, 1, 4, 5).
   expect_streamed_equals_built({"cluster.gpus=8", "cluster.gpus_per_node=2", "strategy.tp=2", "strategy.pp=2",
                                 "strategy.global_batch=16"},
-                               2);
+                               4);
+  // Pure data parallelism: one state for the 16 replicas (consecutive ranks).
+  expect_streamed_equals_built({"cluster.gpus=16", "strategy.global_batch=32"}, 16);
 }
 
 // The estimate's terms on a schedule whose counts are known: tiny-gpt on one GPU, one class.

@@ -1,0 +1,125 @@
+// Grid folding (FoldPlanner::choose_grid_fold): the data-parallel replicas and the tp lanes of one
+// pipeline stage replayed as one state, for schedules with dp > 1 and tp or pp > 1 (docs/sim.md
+// "Speed shortcuts").
+#include <algorithm>
+
+#include "shared/rank_grid.h"
+#include "sim/fold_planner.h"
+
+namespace tandem::sim {
+
+// Taken only where every lane of a unit provably sees the same timeline and the one state launches
+// exactly the flows of all lanes:
+// - closed forms, shared class programs and replica folding on (and tensor-parallel folding when
+//   tp > 1); a generated grid with sp = 1, dp > 1 and tp or pp > 1;
+// - the platform cannot tell the lanes apart: a tp block inside one node (tp divides
+//   gpus_per_node), a replica on whole nodes (gpus_per_node divides pp * tp), NICs shared alike by
+//   the tp lanes (as tensor-parallel folding), and no shared fabric link (Platform::private_routes:
+//   only the GPUs' own NVLink, PCIe and NIC links can be contended): moving every rank by a whole
+//   replica, or lane m of every tp block to lane m', maps the platform onto itself;
+// - unit s = the ranks (d, s, m) of stage s, lane d * tp + m, one class program for all;
+// - every group the program names is, for lane 0, either inside the unit (its tp group, its
+//   data-parallel group): then each lane's own group is a sibling of lane 0's moved by one of the
+//   symmetries above, the siblings partition the unit, and the state's collective launches every
+//   sibling's plan; or spanning units: then its members are lane 0 of their units and lane l's
+//   group is lane l of each member's unit (as tensor-parallel lanes);
+// - every p2p peer is lane 0 of another unit, and lane l's peer is lane l of that unit.
+// Then lane l's flows are lane 0's moved by a symmetry of the platform, and max-min sharing gives
+// them the same rates (checked as it runs, as tensor-parallel folding is).
+int FoldPlanner::choose_grid_fold() {
+  if (!options_.closed_form_uncontended || !options_.share_class_programs || !options_.fold_data_parallel) return 1;
+  const int n = schedule_.world_size();
+  const RankGrid& grid = schedule_.grid();
+  const int D = grid.dp(), P = grid.pp(), T = grid.tp();
+  if (grid.sp() != 1 || grid.size() != n || D < 2 || (T == 1 && P == 1)) return 1;
+  if (T > 1 && !options_.fold_tensor_parallel) return 1;
+  const int gpn = platform_.gpus_per_node(), nics = platform_.nics_per_node();
+  if (!platform_.private_routes() || gpn % T || (P * T) % gpn) return 1;
+  if (nics < gpn) {
+    if (gpn % nics) return 1;
+    const int k = gpn / nics;
+    if (T % k && k % T) return 1;
+  }
+  const int F = D * T;
+  std::vector<int> unit_of(n), lane_of(n), members(size_t(P) * F);
+  for (int r = 0; r < n; ++r) {
+    const RankCoord c = grid.coord(r);
+    unit_of[r] = c.pp;
+    lane_of[r] = c.dp * T + c.tp;
+    members[size_t(c.pp) * F + lane_of[r]] = r;
+  }
+  auto member = [&](int s, int lane) { return members[size_t(s) * F + lane]; };
+  const auto& groups = schedule_.groups();
+  std::vector<std::vector<GroupId>> lanes(groups.size());
+  for (int s = 0; s < P; ++s) {
+    const int b = member(s, 0);
+    const ProgramInfo* info = infos_[b].get();
+    for (int l = 1; l < F; ++l)
+      if (infos_[member(s, l)].get() != info || schedule_.representative_of(member(s, l)) != schedule_.representative_of(b))
+        return 1;
+    const int rep = info->program.rank;
+    const Usage& u = usage_[info];
+    for (const auto& entry : u.group_stream) {
+      const GroupId g_rep = entry.first;
+      std::vector<GroupId> gl(F);
+      for (int l = 0; l < F; ++l) {
+        const int r = member(s, l);
+        gl[l] = r != rep ? schedule_.group_for(r, g_rep) : g_rep;
+        if (gl[l] >= groups.size()) return 1;
+        const auto& m = groups[gl[l]].ranks;
+        if (std::find(m.begin(), m.end(), r) == m.end()) return 1;
+      }
+      const GroupId g0 = gl[0];
+      const auto& r0 = groups[g0].ranks;
+      bool internal = true;
+      for (int r : r0) internal = internal && r < n && unit_of[r] == s;
+      std::vector<GroupId> result;
+      if (internal) {
+        // Siblings in lane order of first appearance; each lane 0's group moved by a symmetry.
+        size_t covered = 0;
+        for (int l = 0; l < F; ++l) {
+          const GroupId g = gl[l];
+          if (std::find(result.begin(), result.end(), g) != result.end()) continue;
+          const auto& rk = groups[g].ranks;
+          if (rk.size() != r0.size() || group_exclusive_[g] != group_exclusive_[g0]) return 1;
+          const int c = rk.front() - r0.front();
+          bool tp_shift = c > 0 && c < T;
+          for (size_t i = 0; i < r0.size(); ++i) {
+            if (rk[i] != r0[i] + c || unit_of[rk[i]] != s) return 1;
+            tp_shift = tp_shift && grid.coord(r0[i]).tp == 0;
+          }
+          if (c % (P * T) != 0 && !tp_shift) return 1;
+          covered += rk.size();
+          result.push_back(g);
+        }
+        if (covered != size_t(F)) return 1;
+      } else {
+        for (int l = 0; l < F; ++l) {
+          const auto& rk = groups[gl[l]].ranks;
+          if (rk.size() != r0.size() || group_exclusive_[gl[l]] != group_exclusive_[g0]) return 1;
+          for (size_t i = 0; i < r0.size(); ++i)
+            if (r0[i] >= n || lane_of[r0[i]] != 0 || rk[i] != member(unit_of[r0[i]], l)) return 1;
+        }
+        result = std::move(gl);
+      }
+      if (!lanes[g0].empty() && lanes[g0] != result) return 1;
+      lanes[g0] = std::move(result);
+    }
+    for (int p_rep : u.peers) {
+      const int p = b != rep ? schedule_.peer_for(b, p_rep) : p_rep;
+      if (p < 0 || p >= n || unit_of[p] == s || lane_of[p] != 0) return 1;
+      for (int l = 1; l < F; ++l) {
+        const int r = member(s, l);
+        if ((r != rep ? schedule_.peer_for(r, p_rep) : p_rep) != member(unit_of[p], l)) return 1;
+      }
+    }
+  }
+  lane_groups_ = std::move(lanes);
+  unit_of_ = std::move(unit_of);
+  lane_of_ = std::move(lane_of);
+  members_ = std::move(members);
+  grid_ = true;
+  return F;
+}
+
+}  // namespace tandem::sim
