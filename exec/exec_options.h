@@ -26,6 +26,9 @@ struct ExecOptions {
   // A rank that makes no progress (no task finishes) for this long reports the task it waits on
   // and the run is aborted.
   double timeout_s = 60;
+  // Whether the event loop and the step barrier call sched_yield while they wait (ranks that
+  // share cores) or poll without yielding (each rank on cores of its own: exec/run_args.h).
+  bool yield_when_idle = true;
 };
 
 }  // namespace tandem::exec

@@ -62,7 +62,7 @@ void maybe_fault(int rank, int step, bool step_started) {
 
 // A barrier that keeps the stall watchdog: MPI_Ibarrier polled until the timeout; a rank stalled
 // here waits on every other rank.
-void barrier(StallExchange& stalls, int rank, int world, double timeout_s, int step) {
+void barrier(StallExchange& stalls, int rank, int world, double timeout_s, int step, bool yield) {
   MPI_Request req;
   MPI_Ibarrier(MPI_COMM_WORLD, &req);
   const auto t0 = std::chrono::steady_clock::now();
@@ -79,7 +79,7 @@ void barrier(StallExchange& stalls, int rank, int world, double timeout_s, int s
                                   " for the other ranks",
                               others);
     }
-    sched_yield();
+    if (yield) sched_yield();
   }
 }
 
@@ -128,6 +128,7 @@ int run_rank_worker(const RunArgs& args) {
     ExecOptions opt;
     opt.steps = args.steps;
     opt.timeout_s = args.timeout_s;
+    opt.yield_when_idle = yields_when_idle(world, args.cores, args.blas_threads);
     RankDriver rd = make_driver(args, schedule, rank);
     Driver& driver = *rd.driver;
     Runtime rt(schedule, rank, driver, opt);
@@ -137,7 +138,7 @@ int run_rank_worker(const RunArgs& args) {
     std::vector<StepResult> results(static_cast<size_t>(steps));
     for (int s = 0; s < steps; ++s) {
       maybe_fault(rank, s + 1, false);
-      barrier(stalls, rank, world, args.timeout_s, s);
+      barrier(stalls, rank, world, args.timeout_s, s, opt.yield_when_idle);
       maybe_fault(rank, s + 1, true);
       StepResult r = rt.run_step(s);
       if (r.loss_sum) loss[s] = *r.loss_sum;
@@ -233,7 +234,8 @@ int run_rank_worker(const RunArgs& args) {
         j.key("relative_iqr").number(spread.relative_iqr(), 6).key("traced_step").integer(spread.representative + 1);
         j.end_object().key("placement").begin_object().key("cores").integer(args.cores);
         j.key("ranks").integer(world).key("blas_threads_per_rank").integer(args.blas_threads);
-        j.key("bind").string(args.cores > 0 && world <= args.cores ? "core" : "none").end_object();
+        j.key("bind").string(args.cores > 0 && world <= args.cores ? "core" : "none");
+        j.key("yield_when_idle").boolean(yields_when_idle(world, args.cores, args.blas_threads)).end_object();
         j.key("peak_memory_bytes").integer(max_peak);
         j.key("peak_memory_bytes_per_rank").begin_array();
         for (int r = 0; r < world; ++r) j.integer(peak[r]);
@@ -248,9 +250,13 @@ int run_rank_worker(const RunArgs& args) {
                     world == 1 ? "" : "s", driver.name(), to_string(sc.strategy.dtype), steps);
         for (int s = 0; s < steps; ++s) std::printf("step %d  loss %.6f  (%.4f s)\n", s + 1, losses[s], step_s[s]);
         std::printf("loss floor (entropy of the data's Markov chain): %.4f nats\n", floor);
-        std::printf("placement: %d rank%s on %d core%s, %d BLAS thread%s per rank, %s\n", world, world == 1 ? "" : "s",
-                    args.cores, args.cores == 1 ? "" : "s", args.blas_threads, args.blas_threads == 1 ? "" : "s",
-                    args.cores > 0 && world <= args.cores ? "one core per rank (bound)" : "ranks share cores (unbound)");
+        std::printf("placement: %d rank%s on %d core%s, %d BLAS thread%s per rank, %s, %s\n", world,
+                    world == 1 ? "" : "s", args.cores, args.cores == 1 ? "" : "s", args.blas_threads,
+                    args.blas_threads == 1 ? "" : "s",
+                    args.cores > 0 && world <= args.cores ? "cores of its own per rank (bound)"
+                                                          : "ranks share cores (unbound)",
+                    yields_when_idle(world, args.cores, args.blas_threads) ? "yielding while waiting"
+                                                                            : "polling while waiting");
         std::printf("iteration time: %.6f s (median of steps %d..%d, slowest rank)\n", median, spread.first_step + 1,
                     steps);
         std::printf("step spread: min %.6f  q1 %.6f  q3 %.6f  max %.6f s  (IQR %.1f %% of the median)\n",

@@ -23,12 +23,23 @@ struct RunArgs {
 // Where the ranks of a host run go: cores of this machine, BLAS threads per rank (cores / ranks,
 // at least 1, so that ranks x threads <= cores whenever ranks <= cores) and mpirun's binding
 // ("core" when every rank has a core of its own, "none" when ranks share cores).
+//
+// A rank whose cores are its own polls without yielding while it waits (MPI, the step barrier):
+// on a machine with other work, sched_yield hands the core to another process for a time slice
+// (measured: TP=2 all-reduces of the tiny GPT took 92 ms each at load 11 with yields, the
+// kernels of the step 21 ms; docs/exec.md, "Where the time goes"). Ranks that share cores yield,
+// so that the rank a message waits on gets to run.
 struct CorePlacement {
   int cores = 1;
   int blas_threads = 1;
   const char* bind = "none";
+  int cores_per_rank = 1;  // mpirun --map-by slot:PE=N: the cores each rank is bound to (bind "core")
+  bool yield_when_idle = true;
 };
 CorePlacement core_placement_for(int ranks, int cores);
+// Whether a rank of `ranks` on `cores` with `blas_threads` each yields while it waits: unless
+// ranks x threads fit the cores (each rank polls on cores of its own).
+bool yields_when_idle(int ranks, int cores, int blas_threads);
 // Cores this process may run on (sched_getaffinity), at least 1.
 int online_cores();
 

@@ -101,15 +101,18 @@ int main(int argc, char** argv) {
     setenv("OPENBLAS_NUM_THREADS", threads.c_str(), 1);
     setenv("OMP_NUM_THREADS", threads.c_str(), 1);
 
-    std::vector<std::string> cmd = {"mpirun", "-n", std::to_string(ranks), "--oversubscribe", "--allow-run-as-root",
-                                    "--bind-to", place.bind,
+    std::vector<std::string> cmd = {"mpirun", "-n", std::to_string(ranks), "--oversubscribe", "--allow-run-as-root"};
+    if (place.cores_per_rank > 1)
+      cmd.insert(cmd.end(), {"--map-by", "slot:PE=" + std::to_string(place.cores_per_rank)});
+    cmd.insert(cmd.end(), {"--bind-to", place.bind,
                                     // Containers forbid the cross-memory-attach copy path; ranks that
-                                    // share cores should yield while they wait.
+                                    // share cores should yield while they wait, ranks on cores of
+                                    // their own poll (exec/run_args.h).
                                     "--mca", "btl_vader_single_copy_mechanism", "none", "--mca",
-                                    "mpi_yield_when_idle", "1", self_path(argv[0]), "--worker", a.scenario,
+                                    "mpi_yield_when_idle", place.yield_when_idle ? "1" : "0", self_path(argv[0]), "--worker", a.scenario,
                                     "--driver", a.driver, "--steps", std::to_string(a.steps), "--timeout",
                                     std::to_string(a.timeout_s), "--cores", std::to_string(place.cores),
-                                    "--blas-threads", threads};
+                                    "--blas-threads", threads});
     for (const std::string& s : a.sets) cmd.insert(cmd.end(), {"--set", s});
     if (!a.trace_path.empty()) cmd.insert(cmd.end(), {"--trace", a.trace_path});
     if (a.json) cmd.push_back("--json");

@@ -290,7 +290,7 @@ StepResult Runtime::run_step(int step) {
                            std::to_string(step + 1) + ", waiting on " + describe(waiting),
                        peers);
     }
-    sched_yield();
+    if (options_.yield_when_idle) sched_yield();
   }
   res.wall_s = seconds_since(t0);
   driver_.end_step(res.tasks);

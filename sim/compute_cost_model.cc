@@ -56,7 +56,10 @@ CalibrationTable CalibrationTable::load(const std::string& path) {
       t.add(kernel, dtype, dims, time + t.overhead_s_);
       if (host) measured.push_back({Compute{kernel, dtype, Phase::kForward, 0, -1, -1, dims, {}, {}}, time, double(k.samples())});
     }
-    if (host) t.host_ = HostComputeModel(measured);
+    std::vector<GemmGridPoint> probe;  // this CPU's GEMM rate (traces/calibration/gemm_probe.h)
+    for (const proto::GemmProbe& g : profile.gemm_probe())
+      probe.push_back({double(g.m()), double(g.n()), double(g.k()), g.time_s()});
+    if (host) t.host_ = HostComputeModel(measured, GemmGrid(probe));
     std::map<int, std::vector<std::array<double, 3>>> by_op;
     std::vector<std::array<double, 3>> pooled;
     for (const proto::CollectiveTime& c : profile.collectives()) {

@@ -37,11 +37,31 @@ struct HostFit {
   double time_s(const Compute& c) const;
 };
 
+// This CPU's GEMM time on a grid of (m, n, k) (traces/calibration/gemm_probe.h): a GEMM shape the
+// profile lacks takes the time per flop interpolated in (log m, log n, log k) between the grid
+// points around it (trilinear in the log of seconds per flop; an axis outside the grid is clamped
+// to its edge, so the time scales with the flops there), times its flops.
+struct GemmGridPoint {
+  double m = 0, n = 0, k = 0, time_s = 0;
+};
+class GemmGrid {
+ public:
+  GemmGrid() = default;
+  explicit GemmGrid(const std::vector<GemmGridPoint>& points);
+  bool empty() const { return points_.empty(); }
+  // Negative when empty.
+  double time_s(double m, double n, double k) const;
+
+ private:
+  std::vector<double> axis_[3];                      // sorted distinct log2 sizes of m, n, k
+  std::map<std::array<int, 3>, double> points_;      // axis indices -> log(seconds per flop)
+};
+
 class HostComputeModel {
  public:
   HostComputeModel() = default;
-  explicit HostComputeModel(const std::vector<MeasuredKernel>& measured);
-  bool empty() const { return kinds_.empty(); }
+  explicit HostComputeModel(const std::vector<MeasuredKernel>& measured, GemmGrid gemm = {});
+  bool empty() const { return kinds_.empty() && gemm_.empty(); }
   // The fitted time of `c`; negative when nothing was measured to go on.
   double time_s(const Compute& c) const;
   // The fit used for kernel `k` (its own, else its class's pooled one); nullptr if none.
@@ -52,6 +72,7 @@ class HostComputeModel {
  private:
   std::map<Kernel, HostFit> kinds_;
   HostFit with_flops_, without_flops_;
+  GemmGrid gemm_;
 };
 
 // Host collectives a profile lacks: time = t_ref * (bytes / bytes_ref)^alpha, alpha in [0, 1], the

@@ -6,7 +6,14 @@ and every other one below `tandem sim --calibration` (the prediction, made first
 steady-state steps (IQR relative to the median) and the median per-task error (tandem compare).
 Every configuration uses at most as many ranks as this machine has cores.
 
-  tests/bench/host_twin_error.py [--bin build/bin] [--steps 12] [--out DIR] [--only NAME,...]
+  tests/bench/host_twin_error.py [--bin build/bin] [--steps 40] [--out DIR] [--only NAME,...] [--realtime]
+
+--realtime runs every `tandem run` under `chrt -f 1` (SCHED_FIFO; needs root or CAP_SYS_NICE). On a
+machine shared with other jobs, `nice` does not give a measurement the CPU: with the kernel's
+autogroups (/proc/sys/kernel/sched_autogroup_enabled = 1) every session gets an equal share whatever
+its processes' nice, and a rank that is not running stalls its peers in every collective
+(docs/exec.md, "Where the time goes"). Under SCHED_FIFO the ranks run until the kernel's real-time
+throttling (95 % of each second by default) lets the others in.
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 
@@ -45,9 +52,12 @@ def sh(cmd, timeout=900):
     return p.stdout
 
 
+REALTIME = []
+
+
 def run(b, name, ranks, extra, steps, out):
     trace = os.path.join(out, name + ".measured.trace")
-    j = json.loads(sh([os.path.join(b, "tandem-run"), "-n", str(ranks), TINY] + sets_of(ranks, extra) +
+    j = json.loads(sh(REALTIME + [os.path.join(b, "tandem-run"), "-n", str(ranks), TINY] + sets_of(ranks, extra) +
                       ["--steps", str(steps), "--json", "--trace", trace]))
     return j, trace
 
@@ -78,19 +88,24 @@ def per_task_median_error(b, predicted, measured, out):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
-    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--out", default="")
     ap.add_argument("--only", default="")
+    ap.add_argument("--realtime", action="store_true", help="run the measurements under chrt -f 1")
     a = ap.parse_args()
+    if a.realtime:
+        REALTIME[:] = ["chrt", "-f", "1"]
     out = a.out or tempfile.mkdtemp(prefix="host-twin-")
     os.makedirs(out, exist_ok=True)
     cores = os.cpu_count() or 1
     name, ranks, extra = CALIBRATION
     cal, cal_trace = run(a.bin, name + "-calibration", ranks, extra, a.steps, out)
     profile = os.path.join(out, "host-profile.pb")
-    sh([os.path.join(a.bin, "tandem-calibrate"), cal_trace, TINY] + sets_of(ranks, extra) + ["-o", profile])
+    sh(REALTIME + [os.path.join(a.bin, "tandem-calibrate"), cal_trace, TINY] + sets_of(ranks, extra) + ["-o", profile])
     print(f"calibrated on {name} ({ranks} ranks, {a.steps} steps): iteration {cal['iteration_time_s']*1e3:.2f} ms, "
-          f"steady-state IQR {100*cal['steady_state']['relative_iqr']:.1f} %; {cores} cores")
+          f"steady-state IQR {100*cal['steady_state']['relative_iqr']:.1f} %; {cores} cores; placement "
+          f"{cal['placement']}; {'SCHED_FIFO' if a.realtime else 'default scheduling'}; load average "
+          f"{os.getloadavg()[0]:.1f}")
     only = set(a.only.split(",")) if a.only else None
     rows = []
     print(f"{'config':<15} {'ranks':>5} {'predicted':>11} {'measured':>11} {'error':>8} {'IQR':>6} {'task med':>9}")

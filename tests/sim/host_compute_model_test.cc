@@ -62,3 +62,38 @@ TEST(HostComputeModel, CollectiveSizeLaw) {
 
 }  // namespace
 }  // namespace tandem::sim
+
+namespace tandem::sim {
+namespace {
+
+Compute gemm_of(int64_t m, int64_t n, int64_t k) {
+  return Compute{Kernel::kGemm, DType::kFp32, Phase::kForward, 0, -1, -1, {m, n, k, 0, 0, 0}, {}, {}};
+}
+
+TEST(HostComputeModel, GemmGridInterpolatesSecondsPerFlopInLogSizes) {
+  // 2x1x1 in 4 s: 4 flops, 1 s/flop; 8x1x1 in 64 s: 16 flops, 4 s/flop. m = 4 lies halfway in
+  // log2 (1, 2, 3): ln(spf) = (0 + ln 4) / 2 = ln 2, so 2 s/flop x 8 flops = 16 s. Outside the
+  // grid the rate of the edge: m = 16 -> 4 s/flop x 32 flops = 128 s; m = 1 -> 1 x 2 = 2 s.
+  const GemmGrid g({{2, 1, 1, 4}, {8, 1, 1, 64}});
+  EXPECT_NEAR(g.time_s(4, 1, 1), 16, 1e-9);
+  EXPECT_NEAR(g.time_s(16, 1, 1), 128, 1e-9);
+  EXPECT_NEAR(g.time_s(1, 1, 1), 2, 1e-9);
+  EXPECT_LT(GemmGrid().time_s(4, 1, 1), 0);
+}
+
+TEST(HostComputeModel, ProbeCostsGemmsOnlyWhenTheRunHadNone) {
+  // The probe: 1 s/flop everywhere on a 2x2x2 grid; a GEMM of 4x4x4 (128 flops) -> 128 s.
+  std::vector<GemmGridPoint> pts;
+  for (double m : {2.0, 8.0})
+    for (double n : {2.0, 8.0})
+      for (double k : {2.0, 8.0}) pts.push_back({m, n, k, 2 * m * n * k});
+  const HostComputeModel probe_only({}, GemmGrid(pts));
+  EXPECT_NEAR(probe_only.time_s(gemm_of(4, 4, 4)), 128, 1e-9);
+  // The run measured a GEMM of 2x2x2 (16 flops) in 32 s: its own fit (2 s/flop, scaled by work)
+  // wins over the probe: 4x4x4 -> 256 s.
+  const HostComputeModel with_run({{gemm_of(2, 2, 2), 32, 1}}, GemmGrid(pts));
+  EXPECT_NEAR(with_run.time_s(gemm_of(4, 4, 4)), 256, 1e-9);
+}
+
+}  // namespace
+}  // namespace tandem::sim

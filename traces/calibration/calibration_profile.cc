@@ -211,6 +211,15 @@ proto::CalibrationProfile parse_calibration(const std::string& bytes, const std:
     if (bad_time(c.median_s())) throw Error(at + "median_s " + std::to_string(c.median_s()) + " is not a time");
     if (bad_time(c.mean_s())) throw Error(at + "mean_s " + std::to_string(c.mean_s()) + " is not a time");
   }
+  for (int i = 0; i < prof.gemm_probe_size(); ++i) {
+    const proto::GemmProbe& g = prof.gemm_probe(i);
+    const std::string at = head + "gemm_probe entry " + std::to_string(i) + ": ";
+    if (g.m() < 1 || g.n() < 1 || g.k() < 1)
+      throw Error(at + "shape " + std::to_string(g.m()) + "x" + std::to_string(g.n()) + "x" + std::to_string(g.k()) +
+                  " has a dimension < 1");
+    if (bad_time(g.time_s()) || g.time_s() == 0)
+      throw Error(at + "time_s " + std::to_string(g.time_s()) + " is not a positive time");
+  }
   if (bad_time(prof.task_overhead_s()))
     throw Error(head + "task_overhead_s " + std::to_string(prof.task_overhead_s()) + " is not a time");
   return prof;

@@ -35,7 +35,8 @@ CalibrationFileKind calibration_file_kind(std::string_view bytes, const std::str
 
 // The profile in `bytes`; Error naming the path when it is not a profile of this format, holds no
 // entry (it would calibrate nothing), or an entry is out of range (kernel, dtype, op, group kind,
-// six dims >= 0, group size >= 1, bytes >= 0, median time finite and >= 0).
+// six dims >= 0, group size >= 1, bytes >= 0, median time finite and >= 0; a GEMM probe entry:
+// m, n, k >= 1 and a finite time > 0).
 proto::CalibrationProfile parse_calibration(const std::string& bytes, const std::string& path);
 // parse_calibration of the file, read through read_input_file (regular file, kMaxProfileBytes).
 proto::CalibrationProfile read_calibration(const std::string& path);
