@@ -4,16 +4,11 @@
 #include <cstdio>
 
 #include "shared/json_writer.h"
+#include "shared/number_format.h"
 
 namespace tandem::search {
 
 namespace {
-
-std::string format(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
 
 bool simulated_ok(const RankedPoint& p) { return p.simulated.status == sweep::PointStatus::kOk; }
 
@@ -39,9 +34,9 @@ std::string search_table(const SearchResult& r) {
          " out of memory (of " + std::to_string(r.memory_planned) + " planned)\n";
   for (const auto& [rule, c] : r.invalid) out += "  invalid " + std::to_string(c.count) + ": " + rule + "\n";
   for (const auto& [rule, n] : r.pruned) out += "  pruned " + std::to_string(n) + ": " + rule + "\n";
-  out += "  estimate: " + std::to_string(r.points) + " points in " + format("%.3f", r.estimate_wall_s) + " s wall, " +
-         format("%.3f", r.estimate_cpu_s) + " s CPU (" +
-         format("%.0f", r.estimate_cpu_s > 0 ? double(r.points) / r.estimate_cpu_s : 0.0) + " points per CPU second), " +
+  out += "  estimate: " + std::to_string(r.points) + " points in " + format_number("%.3f", r.estimate_wall_s) + " s wall, " +
+         format_number("%.3f", r.estimate_cpu_s) + " s CPU (" +
+         format_number("%.0f", r.estimate_cpu_s > 0 ? double(r.points) / r.estimate_cpu_s : 0.0) + " points per CPU second), " +
          std::to_string(r.probes) + " layer probes\n";
   out += "\n  #  iteration s  [80 % interval]          tokens/s    MFU %  peak GiB  estimate s  limit         strategy\n";
   int rank = 0;

@@ -4,12 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
-#include <cstdio>
 #include <optional>
 
 #include "search/layer_probe.h"
 #include "search/point_check.h"
 #include "shared/error.h"
+#include "shared/number_format.h"
 #include "shared/plan_summary.h"
 #include "sim/sweep/sweep_runner.h"
 
@@ -22,12 +22,6 @@ struct Valid {
   Estimate estimate;
   uint64_t order = 0;  // enumeration order: ties keep it
 };
-
-std::string gib(int64_t bytes) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / 1073741824.0);
-  return buf;
-}
 
 std::string join_sets(const std::vector<std::string>& sets) {
   std::string s;
@@ -146,8 +140,8 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
   }
   if (r.best.empty())
     throw Error("tandem search: the model fits nowhere on " + std::to_string(r.gpus) + " GPUs: the smallest planned peak of the " +
-                    std::to_string(r.valid) + " valid strategies is " + gib(smallest_peak) + " per GPU (" + smallest_sets +
-                    "), over the " + gib(r.hbm_bytes) + " of HBM",
+                    std::to_string(r.valid) + " valid strategies is " + format_gib(smallest_peak) + " per GPU (" + smallest_sets +
+                    "), over the " + format_gib(r.hbm_bytes) + " of HBM",
                 ErrorKind::kBadInput);
 
   if (options.simulate) {
