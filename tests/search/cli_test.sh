@@ -5,7 +5,8 @@ set -eu
 bin="$1"; src="$2"; tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 tiny="$src/scenarios/tiny-gpt.textproto"
 fixed="--set strategy.sp_mode=none --set strategy.recompute=none --set strategy.zero_stage=0 --set strategy.micro_batch=1
-       --set software.grad_reduce_overlap=true --set software.overlap_param_gather=false --set software.tp_comm_overlap=false"
+       --set software.grad_reduce_overlap=true --set software.overlap_param_gather=false --set software.tp_comm_overlap=false
+       --set strategy.tp_mode=1d --set strategy.offload=none"
 # shellcheck disable=SC2086
 "$bin" "$tiny" --gpus 8 $fixed --top 3 -j 2 --json > "$tmp/a.json"
 # shellcheck disable=SC2086
