@@ -57,13 +57,18 @@ Estimate estimate(const Scenario& sc, const LayerCosts& c, CommCost& comm) {
                                          double(c.other_params) + (tied_copy ? double(c.embedding_params) : 0.0));
   const double stage_backward = per_stage * (c.backward_s + c.recompute_s);
   const double stage_forward = per_stage * c.forward_s;
+  const double updated = s.zero_stage >= 1 && group > 1 ? stage_params / group : stage_params;
+  e.optimizer_s = updated * (c.optimizer_s_per_element + c.optimizer_copy_s_per_element) + c.optimizer_fixed_s;
   if (group > 1) {
     const double grad_bytes = stage_params * dtype_bytes(sc.grad_dtype());
     const double bucket = std::max(1.0, s.bucket_mb * 1048576.0);
     const double buckets = std::ceil(grad_bytes / bucket), bucket_bytes = grad_bytes / buckets;
     const CollectiveOp reduce = s.zero_stage == 0 ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter;
     const double one = comm.collective_s(reduce, members, bucket_bytes), all = buckets * one;
-    comm_s += sc.software.grad_reduce_overlap ? std::max(one, all - stage_backward) : all;
+    if (s.zero_stage >= 2)  // every micro-batch; the shard's accumulate on the compute stream waits for it
+      comm_s += micro * all;
+    else
+      comm_s += sc.software.grad_reduce_overlap ? std::max(one, all - stage_backward) : all;
     if (s.zero_stage >= 1) {
       const double param_bytes = stage_params * dtype_bytes(sc.param_dtype());
       const double pbuckets = std::ceil(param_bytes / bucket);
@@ -72,11 +77,13 @@ Estimate estimate(const Scenario& sc, const LayerCosts& c, CommCost& comm) {
       if (s.zero_stage == 3)
         comm_s += micro * (std::max(0.0, gather - stage_forward) + std::max(0.0, gather - stage_backward));
       else
-        comm_s += sc.software.overlap_param_gather ? std::max(gone, gather - stage_forward) : gather;
+        // Without overlap_param_gather each bucket's gather follows its own Adam, under the
+        // later buckets' (the optimizer's time but one bucket's).
+        comm_s += sc.software.overlap_param_gather
+                      ? std::max(gone, gather - stage_forward)
+                      : std::max(gone, gather - (e.optimizer_s - c.optimizer_fixed_s) * (1 - 1 / pbuckets));
     }
   }
-  const double updated = s.zero_stage >= 1 && group > 1 ? stage_params / group : stage_params;
-  e.optimizer_s = updated * (c.optimizer_s_per_element + c.optimizer_copy_s_per_element) + c.optimizer_fixed_s;
   e.comm_s = comm_s;
   e.iteration_s = pipeline + p2p + (comm_s - micro * per_stage * (c.tp_comm_s + ring)) + e.optimizer_s;
   return e;
