@@ -1,4 +1,5 @@
 // tandem search SCENARIO [--gpus N] [--top K] [--set k=v ...] [--json] [-o report.html] [-j N] [--no-simulate]
+//               [--vary-batch]
 // Finds the fastest strategies of a scenario's model on its cluster (docs/search.md). Exit codes:
 // 0 the search ran, 2 bad input (flags, scenario file, no valid strategy, no strategy that fits),
 // 1 internal error.
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
       ("output,o", po::value(&output), "also write an HTML report (Pareto front, the K best, estimate against simulation) to FILE")
       ("jobs,j", po::value(&jobs), "simulations at a time (default: the number of hardware threads)")
       ("no-simulate", "rank by the estimate and the planner's memory only")
+      ("vary-batch", "search strategy.global_batch too (the powers of two up to the scenario's, and it), ranked by tokens/s")
       ("max-time", po::value(&max_time), "wall-time limit of one simulation: 90s, 30m, 2h; 0 for no limit (default 1h)")
       ("scenario", po::value(&scenario_path), "scenario file");
   add_max_memory_option(opts);
@@ -54,6 +56,7 @@ int main(int argc, char** argv) {
     o.top = top;
     o.jobs = jobs;
     o.simulate = !vm.count("no-simulate");
+    o.vary_batch = vm.count("vary-batch") > 0;
     o.limit = max_memory_limit(vm);
     o.limit.max_time_s = sim::parse_duration(max_time, "--max-time");
     if (tty) o.on_progress = [&](size_t done, size_t total) { progress.update(done, total); };

@@ -31,7 +31,8 @@ std::string search_table(const SearchResult& r) {
   std::string out;
   out += "tandem search: " + r.scenario_name + " on " + std::to_string(r.gpus) + " GPUs: " + std::to_string(r.points) +
          " points, " + std::to_string(r.valid) + " valid, " + std::to_string(r.out_of_memory) +
-         " out of memory (of " + std::to_string(r.memory_planned) + " planned)\n";
+         " out of memory (of " + std::to_string(r.memory_planned) + " planned)" +
+         (r.vary_batch ? "; global batch searched too, ranked by tokens/s" : "") + "\n";
   for (const auto& [rule, c] : r.invalid) out += "  invalid " + std::to_string(c.count) + ": " + rule + "\n";
   for (const auto& [rule, n] : r.pruned) out += "  pruned " + std::to_string(n) + ": " + rule + "\n";
   out += "  estimate: " + std::to_string(r.points) + " points in " + format_number("%.3f", r.estimate_wall_s) + " s wall, " +
@@ -86,6 +87,7 @@ std::string search_json(const SearchResult& r) {
   w.key("probes").integer(r.probes);
   w.key("estimate_wall_s").number(r.estimate_wall_s, 4);
   w.key("estimate_cpu_s").number(r.estimate_cpu_s, 4);
+  w.key("ranked_by").string(r.vary_batch ? "tokens_per_s" : "iteration_time_s");
   w.key("results").begin_array();
   int rank = 0;
   for (const RankedPoint& p : r.best) {

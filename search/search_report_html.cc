@@ -151,7 +151,8 @@ std::string table_section(const SearchResult& r, const std::vector<bool>& front)
          "<td>" + escape(p.estimate.limit()) + "</td>" + td(std::to_string(p.ties)) + "<td><code>" +
          escape(joined(p.sets)) + "</code></td></tr>\n";
   }
-  return s + "</table>\n<p class=\"note\">Best first by simulated iteration time. tokens/s = global batch &times; "
+  return s + "</table>\n<p class=\"note\">Best first by simulated " +
+         (r.vary_batch ? "tokens/s (the global batch is searched too)" : "iteration time") + ". tokens/s = global batch &times; "
              "sequence length / iteration time; peak memory is the simulator's largest over ranks; the limit is the "
              "estimate's largest term beyond the kernels (docs/search.md); ties are points of the same estimate and "
              "planned peak, not simulated.</p>\n";

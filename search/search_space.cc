@@ -93,6 +93,13 @@ void for_each_candidate(const SpaceShape& s, const std::function<void(const Cand
   for (int i = 0; i < kSwitchCount; ++i) switches[i] = axis(s, kSoftwareSwitches[i], 2);
   const bool fixed_schedule = s.fixed.count("strategy.pp_schedule") || s.fixed.count("strategy.virtual_stages");
   const bool fixed_mb = s.fixed.count("strategy.micro_batch");
+  // --vary-batch: the powers of two up to the scenario's global batch, and that batch itself.
+  std::vector<int> batches = {0};
+  if (s.vary_batch) {
+    batches.clear();
+    for (int g = 1; g <= s.global_batch; g *= 2) batches.push_back(g);
+    if (batches.back() != s.global_batch) batches.push_back(s.global_batch);
+  }
   Candidate c;
   for (int tp : divisors_or_fixed(s.gpus, s.fixed_tp))
     for (int pp : divisors_or_fixed(s.gpus / tp, s.fixed_pp))
@@ -123,31 +130,35 @@ void for_each_candidate(const SpaceShape& s, const std::function<void(const Cand
                 if (s.layers % (pp * v) == 0) pipelines.push_back({k, v});
             }
           }
-          std::vector<int> mbs;
-          if (fixed_mb) mbs.push_back(0);
-          else
-            for (int mb = 1; mb == 1 || mb <= s.global_batch / dp; mb *= 2) mbs.push_back(mb);
           c.dp = dp, c.tp = tp, c.pp = pp, c.sp = sp, c.sp_mode = int8_t(spm);
-          for (const auto& [tpm, depth] : tp_grids(tp))
-            for (const auto& [schedule, v] : pipelines)
-              for (int zero : zeros)
-                for (int rc : recomputes)
-                  for (int off : offloads)
-                    for (int mb : mbs)
-                      for (int a : switches[0])
-                        for (int b : switches[1])
-                          for (int d : switches[2]) {
-                            c.tp_mode = int8_t(tpm);
-                            c.tp_depth = depth;
-                            c.schedule = int8_t(schedule);
-                            c.virtual_stages = v;
-                            c.zero = int8_t(zero);
-                            c.recompute = int8_t(rc);
-                            c.offload = int8_t(off);
-                            c.micro_batch = mb;
-                            c.switches[0] = int8_t(a), c.switches[1] = int8_t(b), c.switches[2] = int8_t(d);
-                            visit(c);
-                          }
+          for (int g : batches) {
+            const int batch = g > 0 ? g : s.global_batch;
+            c.global_batch = g;
+            std::vector<int> mbs;
+            if (fixed_mb) mbs.push_back(0);
+            else
+              for (int mb = 1; mb == 1 || mb <= batch / dp; mb *= 2) mbs.push_back(mb);
+            for (const auto& [tpm, depth] : tp_grids(tp))
+              for (const auto& [schedule, v] : pipelines)
+                for (int zero : zeros)
+                  for (int rc : recomputes)
+                    for (int off : offloads)
+                      for (int mb : mbs)
+                        for (int a : switches[0])
+                          for (int b : switches[1])
+                            for (int d : switches[2]) {
+                              c.tp_mode = int8_t(tpm);
+                              c.tp_depth = depth;
+                              c.schedule = int8_t(schedule);
+                              c.virtual_stages = v;
+                              c.zero = int8_t(zero);
+                              c.recompute = int8_t(rc);
+                              c.offload = int8_t(off);
+                              c.micro_batch = mb;
+                              c.switches[0] = int8_t(a), c.switches[1] = int8_t(b), c.switches[2] = int8_t(d);
+                              visit(c);
+                            }
+          }
         }
       }
 }
@@ -170,6 +181,7 @@ std::vector<std::string> candidate_sets(const Candidate& c) {
   if (c.recompute >= 0) v.push_back(std::string("strategy.recompute=") + kRecomputes[c.recompute].value);
   if (c.offload >= 0) v.push_back(std::string("strategy.offload=") + kOffloads[c.offload].value);
   if (c.micro_batch > 0) v.push_back("strategy.micro_batch=" + std::to_string(c.micro_batch));
+  if (c.global_batch > 0) v.push_back("strategy.global_batch=" + std::to_string(c.global_batch));
   for (int i = 0; i < kSwitchCount; ++i)
     if (c.switches[i] >= 0) v.push_back(std::string(kSoftwareSwitches[i]) + (c.switches[i] ? "=true" : "=false"));
   return v;

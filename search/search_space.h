@@ -6,7 +6,9 @@
 //   pipeline    pp_schedule with its virtual_stages (1 for gpipe and 1f1b; for interleaved each
 //               v in 2..8 with pp*v dividing the layers)
 //   zero_stage  0..3,  recompute  none | selective | full
-//   micro_batch the powers of two up to global_batch / dp (global_batch stays the scenario's)
+//   micro_batch the powers of two up to global_batch / dp
+//   global_batch the scenario's; with --vary-batch (SpaceShape::vary_batch) each power of two up
+//               to it, and it
 //   offload     none | optimizer
 //   software    grad_reduce_overlap, overlap_param_gather, tp_comm_overlap (on / off)
 // A key the user fixes with --set is not searched (for strategy.dp/tp/pp/sp: only layouts with
@@ -55,7 +57,8 @@ struct Candidate {
   int dp = 1, tp = 1, pp = 1, sp = 1;
   int virtual_stages = 1;
   int micro_batch = 1;
-  int tp_depth = 0;  // 0: fixed by the user, not set
+  int tp_depth = 0;      // 0: fixed by the user, not set
+  int global_batch = 0;  // 0: the scenario's, not set (set with --vary-batch)
   int8_t tp_mode = -1, sp_mode = -1, schedule = -1, zero = -1, recompute = -1, offload = -1;
   int8_t switches[kSwitchCount] = {-1, -1, -1};  // 0 off, 1 on, -1 fixed
 };
@@ -68,6 +71,7 @@ struct SpaceShape {
   std::set<std::string> fixed;
   int fixed_dp = 0, fixed_tp = 0, fixed_pp = 0, fixed_sp = 0;  // 0: searched
   std::string fixed_tp_mode, fixed_sp_mode;                      // "": searched
+  bool vary_batch = false;  // search global_batch too (not with strategy.global_batch fixed)
 };
 
 // The shape from the user's --set list: records the fixed keys (and layout values; Error, bad

@@ -219,6 +219,68 @@ TEST(Search, TensorModesByRule) {
   EXPECT_EQ(r.valid, 16u);
 }
 
+TEST(Search, VaryBatchByRule) {
+  // --vary-batch: global batch 1, 2, 4, 8 (the powers of two up to the scenario's 8), each with
+  // the 31 points of kLayoutOnly (micro_batch 1): 124 points. Per batch g, of the 31: tp 8 (4
+  // points, 4 heads) and pp 8 (2 points, 4 layers) whatever g; then global_batch must be a
+  // multiple of dp (micro_batch 1); then interleaved needs pp >= 2, then g/dp micro-batches a
+  // multiple of pp. The 25 points left after heads and layers, by layout (dp, points):
+  // tp1 pp1 (8, 4), tp1 pp2 (4, 3), tp1 pp4 (2, 2), tp2 pp1 (4, 4), tp2 pp2 (2, 3), tp2 pp4
+  // (1, 2), tp4 pp1 (2, 4), tp4 pp2 (1, 3).
+  //   g 8: batch 0; interleaved at pp 1: 6; micro-batches 8/4, 8/2, 8/1 all even: 0; valid 19.
+  //   g 4: batch: dp 8 (4); interleaved pp 1: tp2, tp4 (4); tp1 pp2 has 4/4 = 1 micro-batch (1);
+  //        valid 16.
+  //   g 2: batch: dp 8, 4 (4 + 3 + 4 = 11); interleaved pp 1: tp4 (2); tp2 pp2 has 2/2 = 1 (1);
+  //        valid 11.
+  //   g 1: batch: all but dp 1 (20); tp4 pp2 has 1 micro-batch (1); valid 4.
+  SearchOptions o;
+  o.gpus = 8;
+  o.top = 2;
+  o.simulate = false;
+  o.vary_batch = true;
+  const SearchResult r = run_search(kTiny, kLayoutOnly, o);
+  EXPECT_EQ(r.points, 124u);
+  EXPECT_EQ(r.valid, 19u + 16u + 11u + 4u);
+  ASSERT_EQ(r.invalid.size(), 5u);
+  EXPECT_EQ(r.invalid.at(kHeadsRule).count, 16u);
+  EXPECT_EQ(r.invalid.at(kLayersRule).count, 8u);
+  EXPECT_EQ(r.invalid.at("strategy.global_batch: global_batch = N must be a multiple of dp*micro_batch = N*N = N (dp = N)")
+                .count,
+            0u + 4u + 11u + 20u);
+  EXPECT_EQ(r.invalid.at(kInterleavedRule).count, 6u + 4u + 2u);
+  EXPECT_EQ(r.invalid
+                .at("strategy.pp_schedule: interleaved needs micro-batches per iteration, global_batch/(dp*micro_batch) "
+                    "= N/N = N, to be a multiple of pp = N")
+                .count,
+            3u);
+  // Ranked by the estimate per sample.
+  ASSERT_EQ(r.best.size(), 2u);
+  EXPECT_LE(r.best[0].estimate.iteration_s / r.best[0].candidate.global_batch,
+            r.best[1].estimate.iteration_s / r.best[1].candidate.global_batch);
+  EXPECT_EQ(r.best[0].sets.back().rfind("strategy.global_batch=", 0), 0u);
+  EXPECT_NE(search_json(r).find("\"ranked_by\":\"tokens_per_s\""), std::string::npos);
+
+  // Simulated: best first by tokens/s.
+  o.simulate = true;
+  o.top = 3;
+  o.jobs = 2;
+  const SearchResult s = run_search(kTiny, kLayoutOnly, o);
+  ASSERT_EQ(s.best.size(), 3u);
+  for (size_t i = 1; i < s.best.size(); ++i)
+    EXPECT_GE(s.best[i - 1].simulated.tokens_per_s, s.best[i].simulated.tokens_per_s);
+
+  // A global batch fixed by --set cannot be searched.
+  std::vector<std::string> fixed = kLayoutOnly;
+  fixed.push_back("strategy.global_batch=8");
+  try {
+    run_search(kTiny, fixed, o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("--vary-batch"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Search, JsonFields) {
   SearchOptions o;
   o.gpus = 8;
@@ -227,6 +289,7 @@ TEST(Search, JsonFields) {
   const SearchResult r = run_search(kTiny, kLayoutOnly, o);
   const testing::JsonValue j = testing::parse_json(search_json(r));
   EXPECT_EQ(j.at("format").string, "tandem-search-1");
+  EXPECT_EQ(j.at("ranked_by").string, "iteration_time_s");
   EXPECT_EQ(j.at("points").number, 31);
   EXPECT_EQ(j.at("valid").number, 19);
   EXPECT_EQ(j.at("invalid").at(kHeadsRule).number, 4);
