@@ -13,7 +13,16 @@ sim::FabricModel fabric_of(const ClusterSpec& cl) {
                            std::max(1, cl.nics_per_node));  // as Platform::nics_per_node()
 }
 
-CommCost::CommCost(const ClusterSpec& cluster) : fabric_(fabric_of(cluster)), tuner_(fabric_, false) {}
+CommCost::CommCost(const ClusterSpec& cluster)
+    : pcie_bytes_s_(cluster.pcie_bandwidth_gbps * 1e9 * sim::SimOptions{}.efficiency.pcie),
+      pcie_latency_s_(cluster.pcie_latency_us * 1e-6),
+      fabric_(fabric_of(cluster)),
+      tuner_(fabric_, false) {}
+
+double CommCost::copy_s(double bytes) const {
+  if (bytes <= 0 || !(pcie_bytes_s_ > 0)) return 0;
+  return bytes / pcie_bytes_s_ + pcie_latency_s_;
+}
 
 double CommCost::collective_s(CollectiveOp op, const std::vector<int>& members, double bytes) {
   if (members.size() < 2 || bytes <= 0) return 0;
@@ -21,12 +30,6 @@ double CommCost::collective_s(CollectiveOp op, const std::vector<int>& members, 
   const sim::CollectivePlan plan =
       sim::plan_collective(op, members, 0, bytes, tune.algorithm, sim::Granularity::kPhase, fabric_);
   return sim::uncontended_time(plan, fabric_, tune.cost);
-}
-
-double CommCost::strided_s(CollectiveOp op, int count, int stride, double bytes) {
-  members_.resize(size_t(count));
-  for (int i = 0; i < count; ++i) members_[size_t(i)] = i * stride;
-  return collective_s(op, members_, bytes);
 }
 
 double CommCost::p2p_s(int src, int dst, double bytes) {

@@ -22,14 +22,15 @@ class CommCost {
   explicit CommCost(const ClusterSpec& cluster);
   // Seconds for `op` moving `bytes` (nccl-tests size) among `members` (global ranks).
   double collective_s(CollectiveOp op, const std::vector<int>& members, double bytes);
-  // Members 0, stride, 2*stride, ... (count of them): a data-parallel group of the rank grid.
-  double strided_s(CollectiveOp op, int count, int stride, double bytes);
   double p2p_s(int src, int dst, double bytes);
+  // A host copy (offload) of `bytes` over one GPU's PCIe link, alone on it: bytes at the link's
+  // bandwidth (cluster.pcie_bandwidth_gbps derated as sim::Platform derates it) plus its latency.
+  double copy_s(double bytes) const;
 
  private:
+  double pcie_bytes_s_ = 0, pcie_latency_s_ = 0;
   sim::FabricModel fabric_;
   sim::NcclTuner tuner_;
-  std::vector<int> members_;
 };
 
 }  // namespace tandem::search

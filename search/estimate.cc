@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace tandem::search {
 
@@ -16,7 +17,14 @@ Estimate estimate(const Scenario& sc, const LayerCosts& c, CommCost& comm) {
   const StrategySpec& s = sc.strategy;
   const ModelSpec& m = sc.model;
   const double micro = double(s.micro_batches());
-  const int pp = s.pp, dp = s.dp, stride = s.tp * s.sp * s.pp;  // rank stride of a dp group
+  const int pp = s.pp, dp = s.dp;
+  // The gradients' group: dp ranks tp*pp*sp apart, times the sp ranks next to each with a sequence
+  // axis of its own (ulysses, ring_attention: the data-and-sequence group, shared/sequence_split.h).
+  const bool seq_axis = s.sp > 1 && (s.sp_mode == SpMode::kUlysses || s.sp_mode == SpMode::kRingAttention);
+  const int seq = seq_axis ? s.sp : 1, group = dp * seq;
+  std::vector<int> members;
+  for (int d = 0; d < dp; ++d)
+    for (int q = 0; q < seq; ++q) members.push_back(d * s.tp * s.sp * s.pp + q);
   const double per_stage = double(m.layers) / pp;
 
   const double ring = std::max(0.0, c.tp_ring_s - c.gemm_s);
@@ -49,26 +57,33 @@ Estimate estimate(const Scenario& sc, const LayerCosts& c, CommCost& comm) {
                                          double(c.other_params) + (tied_copy ? double(c.embedding_params) : 0.0));
   const double stage_backward = per_stage * (c.backward_s + c.recompute_s);
   const double stage_forward = per_stage * c.forward_s;
-  if (dp > 1) {
+  const double updated = s.zero_stage >= 1 && group > 1 ? stage_params / group : stage_params;
+  e.optimizer_s = updated * (c.optimizer_s_per_element + c.optimizer_copy_s_per_element) + c.optimizer_fixed_s;
+  if (group > 1) {
     const double grad_bytes = stage_params * dtype_bytes(sc.grad_dtype());
     const double bucket = std::max(1.0, s.bucket_mb * 1048576.0);
     const double buckets = std::ceil(grad_bytes / bucket), bucket_bytes = grad_bytes / buckets;
     const CollectiveOp reduce = s.zero_stage == 0 ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter;
-    const double one = comm.strided_s(reduce, dp, stride, bucket_bytes), all = buckets * one;
-    comm_s += sc.software.grad_reduce_overlap ? std::max(one, all - stage_backward) : all;
+    const double one = comm.collective_s(reduce, members, bucket_bytes), all = buckets * one;
+    if (s.zero_stage >= 2)  // every micro-batch; the shard's accumulate on the compute stream waits for it
+      comm_s += micro * all;
+    else
+      comm_s += sc.software.grad_reduce_overlap ? std::max(one, all - stage_backward) : all;
     if (s.zero_stage >= 1) {
       const double param_bytes = stage_params * dtype_bytes(sc.param_dtype());
       const double pbuckets = std::ceil(param_bytes / bucket);
-      const double gone = comm.strided_s(CollectiveOp::kAllGather, dp, stride, param_bytes / pbuckets);
+      const double gone = comm.collective_s(CollectiveOp::kAllGather, members, param_bytes / pbuckets);
       const double gather = pbuckets * gone;
       if (s.zero_stage == 3)
         comm_s += micro * (std::max(0.0, gather - stage_forward) + std::max(0.0, gather - stage_backward));
       else
-        comm_s += sc.software.overlap_param_gather ? std::max(gone, gather - stage_forward) : gather;
+        // Without overlap_param_gather each bucket's gather follows its own Adam, under the
+        // later buckets' (the optimizer's time but one bucket's).
+        comm_s += sc.software.overlap_param_gather
+                      ? std::max(gone, gather - stage_forward)
+                      : std::max(gone, gather - (e.optimizer_s - c.optimizer_fixed_s) * (1 - 1 / pbuckets));
     }
   }
-  const double updated = s.zero_stage >= 1 ? stage_params / dp : stage_params;
-  e.optimizer_s = updated * c.optimizer_s_per_element + c.optimizer_fixed_s;
   e.comm_s = comm_s;
   e.iteration_s = pipeline + p2p + (comm_s - micro * per_stage * (c.tp_comm_s + ring)) + e.optimizer_s;
   return e;

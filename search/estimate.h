@@ -14,7 +14,8 @@
 //                      stages in the fill and the drain (bytes mb*seq*hidden / (tp with megatron
 //                      sp), priced between rank 0 and rank tp*sp, the next stage's)
 //   data par.   grads of the largest stage in buckets of bucket_mb, all-reduced (ZeRO 0) or
-//               reduce-scattered (1-3) over dp: t_dp. Exposed: t_dp after the backward without
+//               reduce-scattered (1-3) over dp (dp x sp with ulysses or ring_attention: the
+//               data-and-sequence group): t_dp. Exposed: t_dp after the backward without
 //               grad_reduce_overlap, else max(one bucket, t_dp - the stage's backward of the last
 //               micro-batch, which is when Megatron reduces).
 //               ZeRO 1-2: parameter all-gather after the step, exposed unless overlap_param_gather
@@ -22,9 +23,11 @@
 //               parameters gathered for every forward and backward: max(0, t_ag - that pass)
 //               each, per micro-batch.
 //   optimizer   the probe's optimizer kernels per parameter element x the elements this rank
-//               updates (the stage's parameters / dp under ZeRO), plus its fixed collectives.
+//               updates (the stage's parameters / the gradients' group under ZeRO), plus its
+//               fixed collectives; with offload optimizer the kernels are the host's Adam and the
+//               gradients' and parameters' PCIe copies are added (per element, one after the
+//               other: no overlap of the copies with the host's Adam is assumed).
 //   iteration   T = T_p + exposed data-parallel time + optimizer.
-// Offload (strategy.offload) is not modelled: its copies are not in the estimate.
 #pragma once
 
 #include "search/layer_probe.h"

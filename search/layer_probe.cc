@@ -14,8 +14,8 @@ LayerProbes::LayerProbes(const ClusterSpec& cluster)
 
 const LayerCosts& LayerProbes::costs(const Scenario& point) {
   const StrategySpec& s = point.strategy;
-  const auto key = std::make_tuple(s.tp, s.sp, int(s.sp_mode), int(s.tp_mode), s.micro_batch, int(s.recompute),
-                                   point.software.tp_comm_overlap, s.flash_attention);
+  const auto key = std::make_tuple(s.tp, s.sp, int(s.sp_mode), int(s.tp_mode), s.tp_depth, s.micro_batch,
+                                   int(s.recompute), int(s.offload), point.software.tp_comm_overlap, s.flash_attention);
   auto it = cache_.find(key);
   if (it == cache_.end()) it = cache_.emplace(key, measure(point)).first;
   return it->second;
@@ -30,7 +30,6 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
   s.virtual_stages = 1;
   s.pp_schedule = PpSchedule::k1f1b;
   s.zero_stage = 0;
-  s.offload = Offload::kNone;
   s.global_batch = s.micro_batch;
   probe.software.overlap_param_gather = false;
   probe.cluster.gpus = s.tp * s.sp;
@@ -40,7 +39,7 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
 
   LayerCosts c;
   int64_t optimizer_elements = 0;
-  double optimizer_kernels_s = 0;
+  double optimizer_kernels_s = 0, optimizer_copies_s = 0;
   // Parameters from the layout the generators allocate (its units: embedding, layer, head).
   for (const ParamUnit& u : make_param_layout(schedule.scenario(), 0, 0).units) {
     if (u.kind == ParamUnit::Kind::kLayer) c.layer_params += u.elements;
@@ -68,10 +67,16 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
       else c.last_s += time;
     } else if (const auto* p2p = std::get_if<SendRecv>(&t.op)) {
       // One layer: every ring-exchange send of the probe is the layer's.
+      // (ring_attention's key/value exchange is on the same stream.)
       if (p2p->is_send && t.stream == Stream::kTpSend) c.tp_ring_s += comm_.p2p_s(0, p2p->peer, double(p2p->bytes));
+    } else if (const auto* copy = std::get_if<Copy>(&t.op); copy && copy->direction != CopyDirection::kD2D) {
+      optimizer_copies_s += comm_.copy_s(double(copy->bytes));  // host copies: offload's, of the optimizer
     }
   }
-  if (optimizer_elements > 0) c.optimizer_s_per_element = optimizer_kernels_s / double(optimizer_elements);
+  if (optimizer_elements > 0) {
+    c.optimizer_s_per_element = optimizer_kernels_s / double(optimizer_elements);
+    c.optimizer_copy_s_per_element = optimizer_copies_s / double(optimizer_elements);
+  }
   return c;
 }
 

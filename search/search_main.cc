@@ -1,4 +1,5 @@
-// tandem search SCENARIO [--gpus N] [--top K] [--set k=v ...] [--json] [-j N] [--no-simulate]
+// tandem search SCENARIO [--gpus N] [--top K] [--set k=v ...] [--json] [-o report.html] [-j N] [--no-simulate]
+//               [--vary-batch]
 // Finds the fastest strategies of a scenario's model on its cluster (docs/search.md). Exit codes:
 // 0 the search ran, 2 bad input (flags, scenario file, no valid strategy, no strategy that fits),
 // 1 internal error.
@@ -11,6 +12,7 @@
 #include <boost/program_options.hpp>
 
 #include "search/search_report.h"
+#include "search/search_report_html.h"
 #include "search/search_run.h"
 #include "shared/cli_args.h"
 #include "shared/error.h"
@@ -32,17 +34,17 @@ int main(int argc, char** argv) {
       ("top", po::value(&top), "simulate the K best points of the estimate that fit in memory (default 16)")
       ("set", po::value(&sets)->composing(), "fix a scenario field: --set strategy.zero_stage=1 (repeatable; a fixed key is not searched)")
       ("json", "print the search as one JSON object")
-      ("output,o", po::value(&output), "HTML report (not written yet: a later increment, docs/search.md)")
+      ("output,o", po::value(&output), "also write an HTML report (Pareto front, the K best, estimate against simulation) to FILE")
       ("jobs,j", po::value(&jobs), "simulations at a time (default: the number of hardware threads)")
       ("no-simulate", "rank by the estimate and the planner's memory only")
+      ("vary-batch", "search strategy.global_batch too (the powers of two up to the scenario's, and it), ranked by tokens/s")
       ("max-time", po::value(&max_time), "wall-time limit of one simulation: 90s, 30m, 2h; 0 for no limit (default 1h)")
       ("scenario", po::value(&scenario_path), "scenario file");
   add_max_memory_option(opts);
   po::variables_map vm;
   if (auto stop = parse_scenario_command_line("tandem search", argc, argv, opts, vm)) return *stop;
   return run_main("tandem search", [&] {
-    if (vm.count("output"))
-      throw Error("-o: the HTML report of tandem search is a later increment (docs/search.md); use --json");
+    if (vm.count("output") && output.empty()) throw Error("-o: expected a file name for the HTML report");
     if (vm.count("jobs") && jobs < 1) throw Error("--jobs: expected a positive number of simulations, got " + std::to_string(jobs));
     if (vm.count("gpus") && gpus < 1) throw Error("--gpus: expected a positive number of GPUs, got " + std::to_string(gpus));
     if (top < 1) throw Error("--top: expected a positive number of points, got " + std::to_string(top));
@@ -54,11 +56,13 @@ int main(int argc, char** argv) {
     o.top = top;
     o.jobs = jobs;
     o.simulate = !vm.count("no-simulate");
+    o.vary_batch = vm.count("vary-batch") > 0;
     o.limit = max_memory_limit(vm);
     o.limit.max_time_s = sim::parse_duration(max_time, "--max-time");
     if (tty) o.on_progress = [&](size_t done, size_t total) { progress.update(done, total); };
     const search::SearchResult r = search::run_search(scenario_path, sets, o);
     if (tty && o.simulate) progress.finish();
+    if (!output.empty()) search::write_search_html(output, r);
     std::cout << (vm.count("json") ? search::search_json(r) : search::search_table(r));
     return 0;
   });

@@ -4,16 +4,11 @@
 #include <cstdio>
 
 #include "shared/json_writer.h"
+#include "shared/number_format.h"
 
 namespace tandem::search {
 
 namespace {
-
-std::string format(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
 
 bool simulated_ok(const RankedPoint& p) { return p.simulated.status == sweep::PointStatus::kOk; }
 
@@ -36,12 +31,13 @@ std::string search_table(const SearchResult& r) {
   std::string out;
   out += "tandem search: " + r.scenario_name + " on " + std::to_string(r.gpus) + " GPUs: " + std::to_string(r.points) +
          " points, " + std::to_string(r.valid) + " valid, " + std::to_string(r.out_of_memory) +
-         " out of memory (of " + std::to_string(r.memory_planned) + " planned)\n";
+         " out of memory (of " + std::to_string(r.memory_planned) + " planned)" +
+         (r.vary_batch ? "; global batch searched too, ranked by tokens/s" : "") + "\n";
   for (const auto& [rule, c] : r.invalid) out += "  invalid " + std::to_string(c.count) + ": " + rule + "\n";
   for (const auto& [rule, n] : r.pruned) out += "  pruned " + std::to_string(n) + ": " + rule + "\n";
-  out += "  estimate: " + std::to_string(r.points) + " points in " + format("%.3f", r.estimate_wall_s) + " s wall, " +
-         format("%.3f", r.estimate_cpu_s) + " s CPU (" +
-         format("%.0f", r.estimate_cpu_s > 0 ? double(r.points) / r.estimate_cpu_s : 0.0) + " points per CPU second), " +
+  out += "  estimate: " + std::to_string(r.points) + " points in " + format_number("%.3f", r.estimate_wall_s) + " s wall, " +
+         format_number("%.3f", r.estimate_cpu_s) + " s CPU (" +
+         format_number("%.0f", r.estimate_cpu_s > 0 ? double(r.points) / r.estimate_cpu_s : 0.0) + " points per CPU second), " +
          std::to_string(r.probes) + " layer probes\n";
   out += "\n  #  iteration s  [80 % interval]          tokens/s    MFU %  peak GiB  estimate s  limit         strategy\n";
   int rank = 0;
@@ -91,6 +87,7 @@ std::string search_json(const SearchResult& r) {
   w.key("probes").integer(r.probes);
   w.key("estimate_wall_s").number(r.estimate_wall_s, 4);
   w.key("estimate_cpu_s").number(r.estimate_cpu_s, 4);
+  w.key("ranked_by").string(r.vary_batch ? "tokens_per_s" : "iteration_time_s");
   w.key("results").begin_array();
   int rank = 0;
   for (const RankedPoint& p : r.best) {

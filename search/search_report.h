@@ -14,7 +14,8 @@ std::string search_table(const SearchResult& r);
 
 // {"format":"tandem-search-1","scenario","scenario_name","gpus","sets":[...],
 //  "points","valid","invalid":{rule:count},"invalid_examples":{rule:message},
-//  "pruned":{rule:count},"out_of_memory","memory_planned","probes","estimate_wall_s",
+//  "pruned":{rule:count},"out_of_memory","memory_planned","probes","estimate_wall_s","estimate_cpu_s",
+//  "ranked_by":"iteration_time_s" | "tokens_per_s" (--vary-batch),
 //  "results":[{"rank","sets":[...],"status","reason","iteration_time_s",
 //              "iteration_time_interval_s":[low,high],"tokens_per_s","mfu","peak_memory_bytes",
 //              "estimated_iteration_time_s","planned_peak_memory_bytes","limit"}]}

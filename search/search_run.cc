@@ -4,12 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
-#include <cstdio>
 #include <optional>
 
 #include "search/layer_probe.h"
 #include "search/point_check.h"
 #include "shared/error.h"
+#include "shared/number_format.h"
 #include "shared/plan_summary.h"
 #include "sim/sweep/sweep_runner.h"
 
@@ -23,24 +23,25 @@ struct Valid {
   uint64_t order = 0;  // enumeration order: ties keep it
 };
 
-std::string gib(int64_t bytes) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / 1073741824.0);
-  return buf;
-}
-
 std::string join_sets(const std::vector<std::string>& sets) {
   std::string s;
   for (const std::string& a : sets) s += (s.empty() ? "" : " ") + a;
   return s;
 }
 
-bool simulated_before(const RankedPoint& a, const RankedPoint& b) {
+// What the search minimizes: the iteration time, or with --vary-batch the time per sample.
+double score(const Candidate& c, const Estimate& e, bool vary_batch) {
+  return vary_batch && c.global_batch > 0 ? e.iteration_s / c.global_batch : e.iteration_s;
+}
+
+bool simulated_before(const RankedPoint& a, const RankedPoint& b, bool vary_batch) {
   const bool ok_a = a.simulated.status == sweep::PointStatus::kOk, ok_b = b.simulated.status == sweep::PointStatus::kOk;
   if (ok_a != ok_b) return ok_a;
-  if (ok_a && a.simulated.iteration_time_s != b.simulated.iteration_time_s)
+  if (ok_a && vary_batch && a.simulated.tokens_per_s != b.simulated.tokens_per_s)
+    return a.simulated.tokens_per_s > b.simulated.tokens_per_s;
+  if (ok_a && !vary_batch && a.simulated.iteration_time_s != b.simulated.iteration_time_s)
     return a.simulated.iteration_time_s < b.simulated.iteration_time_s;
-  return a.estimate.iteration_s < b.estimate.iteration_s;
+  return score(a.candidate, a.estimate, vary_batch) < score(b.candidate, b.estimate, vary_batch);
 }
 
 }  // namespace
@@ -52,6 +53,9 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
   const std::clock_t cpu_start = std::clock();
   SpaceShape shape;
   fix_keys(shape, sets);
+  if (options.vary_batch && shape.fixed.count("strategy.global_batch"))
+    throw Error("--vary-batch searches strategy.global_batch, which --set fixes; drop one of them", ErrorKind::kBadInput);
+  shape.vary_batch = options.vary_batch;
   PointChecker checker(scenario_path, sets, options.gpus);
   // The scenario's own strategy need not be valid on these GPUs: the space replaces it.
   shape.gpus = checker.gpus();
@@ -62,6 +66,7 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
   r.scenario_path = scenario_path;
   r.sets = checker.sets();
   r.gpus = shape.gpus;
+  r.vary_batch = options.vary_batch;
 
   std::optional<LayerProbes> probes;  // on the cluster of the first valid point (every point's)
   std::vector<Valid> valid;
@@ -107,9 +112,10 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
                 ErrorKind::kBadInput);
   }
 
-  std::sort(valid.begin(), valid.end(), [](const Valid& a, const Valid& b) {
-    return a.estimate.iteration_s != b.estimate.iteration_s ? a.estimate.iteration_s < b.estimate.iteration_s
-                                                            : a.order < b.order;
+  const bool vary = options.vary_batch;
+  std::sort(valid.begin(), valid.end(), [vary](const Valid& a, const Valid& b) {
+    const double sa = score(a.candidate, a.estimate, vary), sb = score(b.candidate, b.estimate, vary);
+    return sa != sb ? sa < sb : a.order < b.order;
   });
   int64_t smallest_peak = -1;
   std::string smallest_sets;
@@ -135,7 +141,8 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
       continue;
     }
     auto tie = std::find_if(r.best.begin(), r.best.end(), [&](const RankedPoint& b) {
-      return b.estimate.iteration_s == p.estimate.iteration_s && b.planned_peak_bytes == p.planned_peak_bytes;
+      return score(b.candidate, b.estimate, vary) == score(p.candidate, p.estimate, vary) &&
+             b.planned_peak_bytes == p.planned_peak_bytes;
     });
     if (tie != r.best.end()) {
       ++tie->ties;
@@ -146,8 +153,8 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
   }
   if (r.best.empty())
     throw Error("tandem search: the model fits nowhere on " + std::to_string(r.gpus) + " GPUs: the smallest planned peak of the " +
-                    std::to_string(r.valid) + " valid strategies is " + gib(smallest_peak) + " per GPU (" + smallest_sets +
-                    "), over the " + gib(r.hbm_bytes) + " of HBM",
+                    std::to_string(r.valid) + " valid strategies is " + format_gib(smallest_peak) + " per GPU (" + smallest_sets +
+                    "), over the " + format_gib(r.hbm_bytes) + " of HBM",
                 ErrorKind::kBadInput);
 
   if (options.simulate) {
@@ -163,7 +170,8 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
     ro.on_progress = options.on_progress;
     std::vector<sweep::PointResult> results = sweep::run_points(scenario_path, runs, ro);
     for (size_t i = 0; i < r.best.size(); ++i) r.best[i].simulated = std::move(results[i]);
-    std::stable_sort(r.best.begin(), r.best.end(), simulated_before);
+    std::stable_sort(r.best.begin(), r.best.end(),
+                     [vary](const RankedPoint& a, const RankedPoint& b) { return simulated_before(a, b, vary); });
   }
   return r;
 }

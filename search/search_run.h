@@ -4,6 +4,7 @@
 // K simulated with the full SimGrid backend (sim/simulation.h), in parallel worker processes
 // (sim/sweep/sweep_runner.h, run_points).
 //
+// With --vary-batch the estimate compared below is per sample (iteration / global batch).
 // Pruning: once K points fit, every point whose estimate is not below the K-th fitting point's
 // cannot enter the K best by estimate; its memory is not planned (rule kPrunedByEstimate). A point
 // whose estimate and planned peak equal those of a point already kept (a setting that changes
@@ -33,6 +34,9 @@ inline constexpr const char* kPrunedByEstimate =
 struct SearchOptions {
   int gpus = 0;   // > 0: cluster.gpus (--gpus); else the scenario's
   int top = 16;   // K
+  // --vary-batch: global_batch is searched too (search/search_space.h), and points are ranked by
+  // time per sample (the estimate) and tokens/s (the simulation) instead of iteration time.
+  bool vary_batch = false;
   bool simulate = true;
   int jobs = 0;   // simulations at a time (0: the hardware threads)
   ResourceLimit limit;
@@ -58,14 +62,16 @@ struct SearchResult {
   std::string scenario_path, scenario_name;
   std::vector<std::string> sets;  // the user's --set list (with cluster.gpus=N for --gpus)
   int gpus = 0;
+  bool vary_batch = false;  // ranked by throughput (see SearchOptions)
   int64_t hbm_bytes = 0;
   uint64_t points = 0, valid = 0;
   std::map<std::string, RuleCount> invalid;  // by rule (rule_of)
   std::map<std::string, uint64_t> pruned;    // by rule
   uint64_t out_of_memory = 0;                // planned peak over HBM
   uint64_t memory_planned = 0;
-  std::vector<RankedPoint> best;  // the K best fitting points: by simulated time when simulated
-                                  // (failed simulations last), else by estimate
+  std::vector<RankedPoint> best;  // the K best fitting points: by simulated time (tokens/s with
+                                  // vary_batch) when simulated (failed simulations last), else by
+                                  // estimate
   size_t probes = 0;              // layer probes generated
   double estimate_wall_s = 0;     // enumeration + checks + estimates
   double estimate_cpu_s = 0;      // the same in this process's CPU time (one core)

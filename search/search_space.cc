@@ -53,6 +53,8 @@ void fix_keys(SpaceShape& shape, const std::vector<std::string>& sets) {
     if (key == "strategy.tp") shape.fixed_tp = layout_value(a, key);
     if (key == "strategy.pp") shape.fixed_pp = layout_value(a, key);
     if (key == "strategy.sp") shape.fixed_sp = layout_value(a, key);
+    if (key == "strategy.tp_mode") shape.fixed_tp_mode = a.substr(eq + 1);
+    if (key == "strategy.sp_mode") shape.fixed_sp_mode = a.substr(eq + 1);
   }
 }
 
@@ -61,16 +63,56 @@ void for_each_candidate(const SpaceShape& s, const std::function<void(const Cand
   const std::vector<int> sp_modes = axis(s, "strategy.sp_mode", table_size(kSpModes));
   const std::vector<int> zeros = axis(s, "strategy.zero_stage", kZeroStages);
   const std::vector<int> recomputes = axis(s, "strategy.recompute", table_size(kRecomputes));
+  const std::vector<int> offloads = axis(s, "strategy.offload", table_size(kOffloads));
+  const bool fixed_depth = s.fixed.count("strategy.tp_depth") > 0;
+  // A tp_mode fixed by the user with a depth of its own still searches tp_depth.
+  bool fixed_mode_depth = false;
+  for (const TableRow& row : kTpModes)
+    if (row.tp_depth && s.fixed_tp_mode == row.value) fixed_mode_depth = true;
+  // tp_depth is set by every point (1 for the modes without depth) when some mode of the space
+  // has a depth and the user did not fix it; else by none.
+  bool depth_axis = fixed_mode_depth;
+  for (int m : tp_modes)
+    if (m >= 0 && kTpModes[m].tp_depth) depth_axis = true;
+  depth_axis = depth_axis && !fixed_depth;
+  // (tp_mode index, tp_depth) of a layout with `tp` GPUs per tensor-parallel group (depth 0: not set).
+  auto tp_grids = [&](int tp) {
+    std::vector<std::pair<int, int>> grids;
+    for (int m : tp_modes) {
+      const bool depth = m >= 0 ? kTpModes[m].tp_depth : fixed_mode_depth;
+      if (m >= 0 && kTpModes[m].needs_tp && tp == 1) continue;
+      if (!depth_axis) grids.push_back({m, 0});
+      else if (!depth) grids.push_back({m, 1});
+      else
+        for (int d = 2; d <= tp; ++d)
+          if (tp % d == 0) grids.push_back({m, d});
+    }
+    return grids;
+  };
   std::vector<int> switches[kSwitchCount];
   for (int i = 0; i < kSwitchCount; ++i) switches[i] = axis(s, kSoftwareSwitches[i], 2);
   const bool fixed_schedule = s.fixed.count("strategy.pp_schedule") || s.fixed.count("strategy.virtual_stages");
   const bool fixed_mb = s.fixed.count("strategy.micro_batch");
+  // --vary-batch: the powers of two up to the scenario's global batch, and that batch itself.
+  std::vector<int> batches = {0};
+  if (s.vary_batch) {
+    batches.clear();
+    for (int g = 1; g <= s.global_batch; g *= 2) batches.push_back(g);
+    if (batches.back() != s.global_batch) batches.push_back(s.global_batch);
+  }
   Candidate c;
   for (int tp : divisors_or_fixed(s.gpus, s.fixed_tp))
     for (int pp : divisors_or_fixed(s.gpus / tp, s.fixed_pp))
       for (int spm : sp_modes) {
-        const bool sp_axis = spm >= 0 && kSpModes[spm].sp_degree;
-        for (int sp : sp_axis ? divisors_or_fixed(s.gpus / (tp * pp), s.fixed_sp) : std::vector<int>{1}) {
+        bool sp_axis = false;
+        for (const TableRow& row : kSpModes)
+          if (row.sp_degree && (spm >= 0 ? std::string(kSpModes[spm].value) == row.value : s.fixed_sp_mode == row.value))
+            sp_axis = true;
+        // Without an axis of its own a mode has sp = 1 (none when the user fixed sp > 1).
+        const std::vector<int> sps = sp_axis ? divisors_or_fixed(s.gpus / (tp * pp), s.fixed_sp)
+                                     : s.fixed_sp > 1 ? std::vector<int>{}
+                                                      : std::vector<int>{1};
+        for (int sp : sps) {
           if (sp_axis && sp < 2) continue;  // the mode needs its axis: sp = 1 is sp_mode none's point
           const int dp = s.gpus / (tp * pp * sp);
           if (s.fixed_dp && dp != s.fixed_dp) continue;
@@ -88,28 +130,35 @@ void for_each_candidate(const SpaceShape& s, const std::function<void(const Cand
                 if (s.layers % (pp * v) == 0) pipelines.push_back({k, v});
             }
           }
-          std::vector<int> mbs;
-          if (fixed_mb) mbs.push_back(0);
-          else
-            for (int mb = 1; mb == 1 || mb <= s.global_batch / dp; mb *= 2) mbs.push_back(mb);
           c.dp = dp, c.tp = tp, c.pp = pp, c.sp = sp, c.sp_mode = int8_t(spm);
-          for (int tpm : tp_modes)
-            for (const auto& [schedule, v] : pipelines)
-              for (int zero : zeros)
-                for (int rc : recomputes)
-                  for (int mb : mbs)
-                    for (int a : switches[0])
-                      for (int b : switches[1])
-                        for (int d : switches[2]) {
-                          c.tp_mode = int8_t(tpm);
-                          c.schedule = int8_t(schedule);
-                          c.virtual_stages = v;
-                          c.zero = int8_t(zero);
-                          c.recompute = int8_t(rc);
-                          c.micro_batch = mb;
-                          c.switches[0] = int8_t(a), c.switches[1] = int8_t(b), c.switches[2] = int8_t(d);
-                          visit(c);
-                        }
+          for (int g : batches) {
+            const int batch = g > 0 ? g : s.global_batch;
+            c.global_batch = g;
+            std::vector<int> mbs;
+            if (fixed_mb) mbs.push_back(0);
+            else
+              for (int mb = 1; mb == 1 || mb <= batch / dp; mb *= 2) mbs.push_back(mb);
+            for (const auto& [tpm, depth] : tp_grids(tp))
+              for (const auto& [schedule, v] : pipelines)
+                for (int zero : zeros)
+                  for (int rc : recomputes)
+                    for (int off : offloads)
+                      for (int mb : mbs)
+                        for (int a : switches[0])
+                          for (int b : switches[1])
+                            for (int d : switches[2]) {
+                              c.tp_mode = int8_t(tpm);
+                              c.tp_depth = depth;
+                              c.schedule = int8_t(schedule);
+                              c.virtual_stages = v;
+                              c.zero = int8_t(zero);
+                              c.recompute = int8_t(rc);
+                              c.offload = int8_t(off);
+                              c.micro_batch = mb;
+                              c.switches[0] = int8_t(a), c.switches[1] = int8_t(b), c.switches[2] = int8_t(d);
+                              visit(c);
+                            }
+          }
         }
       }
 }
@@ -122,6 +171,7 @@ std::vector<std::string> candidate_sets(const Candidate& c) {
   v.push_back("strategy.pp=" + std::to_string(c.pp));
   v.push_back("strategy.sp=" + std::to_string(c.sp));
   if (c.tp_mode >= 0) v.push_back(std::string("strategy.tp_mode=") + kTpModes[c.tp_mode].value);
+  if (c.tp_depth > 0) v.push_back("strategy.tp_depth=" + std::to_string(c.tp_depth));
   if (c.sp_mode >= 0) v.push_back(std::string("strategy.sp_mode=") + kSpModes[c.sp_mode].value);
   if (c.schedule >= 0) {
     v.push_back(std::string("strategy.pp_schedule=") + kPipelineSchedules[c.schedule].value);
@@ -129,7 +179,9 @@ std::vector<std::string> candidate_sets(const Candidate& c) {
   }
   if (c.zero >= 0) v.push_back("strategy.zero_stage=" + std::to_string(c.zero));
   if (c.recompute >= 0) v.push_back(std::string("strategy.recompute=") + kRecomputes[c.recompute].value);
+  if (c.offload >= 0) v.push_back(std::string("strategy.offload=") + kOffloads[c.offload].value);
   if (c.micro_batch > 0) v.push_back("strategy.micro_batch=" + std::to_string(c.micro_batch));
+  if (c.global_batch > 0) v.push_back("strategy.global_batch=" + std::to_string(c.global_batch));
   for (int i = 0; i < kSwitchCount; ++i)
     if (c.switches[i] >= 0) v.push_back(std::string(kSoftwareSwitches[i]) + (c.switches[i] ? "=true" : "=false"));
   return v;

@@ -1,16 +1,21 @@
 // The space `tandem search` explores: every strategy of a scenario's model on its cluster (or on
 // --gpus N), as the --set assignments that `tandem sim --set` takes. A point is a choice of
-//   layout      dp x tp x pp (x sp) = N, with tp_mode and sp_mode (the tables below)
+//   layout      dp x tp x pp x sp = N, with tp_mode (tp_depth for 2.5d) and sp_mode (the tables
+//               below; sp > 1 only for the modes with an axis of their own, ulysses and
+//               ring_attention)
 //   pipeline    pp_schedule with its virtual_stages (1 for gpipe and 1f1b; for interleaved each
 //               v in 2..8 with pp*v dividing the layers)
 //   zero_stage  0..3,  recompute  none | selective | full
-//   micro_batch the powers of two up to global_batch / dp (global_batch stays the scenario's)
+//   micro_batch the powers of two up to global_batch / dp
+//   global_batch the scenario's; with --vary-batch (SpaceShape::vary_batch) each power of two up
+//               to it, and it
+//   offload     none | optimizer
 //   software    grad_reduce_overlap, overlap_param_gather, tp_comm_overlap (on / off)
 // A key the user fixes with --set is not searched (for strategy.dp/tp/pp/sp: only layouts with
 // that value are). The space is a definition, not a filter: every point of it is checked by the
 // scenario loader's own rules (search/point_check.h), and the ones it refuses are counted.
 //
-// New values are one line in a table: kTpModes, kSpModes, kPipelineSchedules, kRecomputes.
+// New values are one line in a table: kTpModes, kSpModes, kPipelineSchedules, kRecomputes, kOffloads.
 #pragma once
 
 #include <cstdint>
@@ -23,15 +28,23 @@ namespace tandem::search {
 
 struct TableRow {
   const char* value;
-  // sp_mode only: the mode runs over a sequence-parallel axis of its own (sp > 1 in the layout).
+  // sp_mode: the mode runs over a sequence-parallel axis of its own (each sp >= 2 dividing
+  // N / (tp pp) in the layout; sp = 1 is sp_mode none's point).
+  // tp_mode: the mode has a depth (tp = tp_depth q^2: each tp_depth >= 2 dividing tp; depth 1 is
+  // 2d's point).
   bool sp_degree = false;
+  bool tp_depth = false;
+  // tp_mode: a grid over tp GPUs, so not searched at tp = 1 (a grid of one GPU is 1d's point).
+  bool needs_tp = false;
 };
-// 2d, 2.5d and 3d join when shared/step_generator.cc generates them.
-inline constexpr TableRow kTpModes[] = {{"1d"}};
-// ring and ulysses ({"ring", true}, {"ulysses", true}) join when they are generated.
-inline constexpr TableRow kSpModes[] = {{"none"}, {"megatron"}};
+// 3d joins when shared/step_generator.cc generates it.
+inline constexpr TableRow kTpModes[] = {{"1d"}, {"2d", false, false, true}, {"2.5d", false, true, true}};
+// ring (Colossal-AI's ring self-attention, {"ring", true}) joins when it is generated.
+inline constexpr TableRow kSpModes[] = {{"none"}, {"megatron"}, {"ulysses", true}, {"ring_attention", true}};
 inline constexpr TableRow kPipelineSchedules[] = {{"1f1b"}, {"gpipe"}, {"interleaved"}};
 inline constexpr TableRow kRecomputes[] = {{"none"}, {"selective"}, {"full"}};
+// params and auto join when shared/step_generator.cc generates them.
+inline constexpr TableRow kOffloads[] = {{"none"}, {"optimizer"}};
 inline constexpr int kZeroStages = 4;
 inline constexpr int kMaxVirtualStages = 8;
 // The software preset's overlap options, searched on and off.
@@ -44,7 +57,9 @@ struct Candidate {
   int dp = 1, tp = 1, pp = 1, sp = 1;
   int virtual_stages = 1;
   int micro_batch = 1;
-  int8_t tp_mode = -1, sp_mode = -1, schedule = -1, zero = -1, recompute = -1;
+  int tp_depth = 0;      // 0: fixed by the user, not set
+  int global_batch = 0;  // 0: the scenario's, not set (set with --vary-batch)
+  int8_t tp_mode = -1, sp_mode = -1, schedule = -1, zero = -1, recompute = -1, offload = -1;
   int8_t switches[kSwitchCount] = {-1, -1, -1};  // 0 off, 1 on, -1 fixed
 };
 
@@ -55,6 +70,8 @@ struct SpaceShape {
   // Keys the user fixed with --set ("strategy.zero_stage"), and for the layout keys their values.
   std::set<std::string> fixed;
   int fixed_dp = 0, fixed_tp = 0, fixed_pp = 0, fixed_sp = 0;  // 0: searched
+  std::string fixed_tp_mode, fixed_sp_mode;                      // "": searched
+  bool vary_batch = false;  // search global_batch too (not with strategy.global_batch fixed)
 };
 
 // The shape from the user's --set list: records the fixed keys (and layout values; Error, bad

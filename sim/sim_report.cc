@@ -1,27 +1,15 @@
 #include "sim/sim_report.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "shared/json_writer.h"
+#include "shared/number_format.h"
 #include "shared/rank_grid.h"
 #include "sim/prediction_interval.h"
 
 namespace tandem::sim {
-
-namespace {
-
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-
-std::string gib(int64_t bytes) { return fmt("%.2f GiB", double(bytes) / 1073741824.0); }
-
-}  // namespace
 
 Breakdown breakdown_of(const SimResult& r, int rank) {
   Breakdown b;
@@ -49,49 +37,52 @@ void write_summary(std::ostream& out, const Schedule& schedule, const SimResult&
     out << " (an imported workload: no model, so no tokens/s or MFU)\n";
   if (r.oom) {
     const OomReport& o = r.oom_report;
-    out << "OUT OF MEMORY: rank " << o.rank << " at t = " << fmt("%.6f", o.time_s) << " s allocating '" << o.buffer
-        << "' (" << gib(o.requested_bytes) << ") with " << gib(o.in_use_bytes) << " in use of "
-        << gib(o.capacity_bytes) << (o.host ? " of host memory on its node" : " of HBM") << "\n";
+    out << "OUT OF MEMORY: rank " << o.rank << " at t = " << format_number("%.6f", o.time_s) << " s allocating '" << o.buffer
+        << "' (" << format_gib(o.requested_bytes) << ") with " << format_gib(o.in_use_bytes) << " in use of "
+        << format_gib(o.capacity_bytes) << (o.host ? " of host memory on its node" : " of HBM") << "\n";
     out << "live buffers of rank " << o.rank << " (largest first):\n";
     const size_t shown = std::min<size_t>(o.live.size(), 20);
     for (size_t i = 0; i < shown; ++i)
-      out << "  " << fmt("%10.3f MiB", double(o.live[i].bytes) / 1048576.0) << "  " << to_string(o.live[i].role)
+      out << "  " << format_number("%10.3f MiB", double(o.live[i].bytes) / 1048576.0) << "  " << to_string(o.live[i].role)
           << "  " << o.live[i].name << "\n";
     if (o.live.size() > shown) out << "  ... " << o.live.size() - shown << " more\n";
     return;
   }
   const double t = r.iteration_time_s;
-  out << "iteration time         " << fmt("%.6f", t) << " s\n";
-  out << "  " << fmt("%.0f", 100 * kIntervalCoverage) << " % interval         [" << fmt("%.6f", r.iteration_time_low_s)
-      << ", " << fmt("%.6f", r.iteration_time_high_s) << "] s  (" << fmt("%+.1f", 100 * (r.iteration_time_low_s / t - 1))
-      << " %, " << fmt("%+.1f", 100 * (r.iteration_time_high_s / t - 1))
+  out << "iteration time         " << format_number("%.6f", t) << " s\n";
+  out << "  " << format_number("%.0f", 100 * kIntervalCoverage) << " % interval         [" << format_number("%.6f", r.iteration_time_low_s)
+      << ", " << format_number("%.6f", r.iteration_time_high_s) << "] s  (" << format_number("%+.1f", 100 * (r.iteration_time_low_s / t - 1))
+      << " %, " << format_number("%+.1f", 100 * (r.iteration_time_high_s / t - 1))
       << " %; from each cost component's residuals on the reference data, docs/sim.md)\n";
   if (tokens) {
-    out << "tokens/s               " << fmt("%.1f", r.tokens_per_s) << "\n";
-    out << "model TFLOP/s per GPU  " << fmt("%.1f", r.model_tflops_per_gpu) << "  (hardware, with recompute: "
-        << fmt("%.1f", r.hardware_tflops_per_gpu) << ")\n";
-    out << "MFU                    " << fmt("%.1f", 100 * r.mfu) << " %\n";
+    out << "tokens/s               " << format_number("%.1f", r.tokens_per_s) << "
+";
+    out << "model TFLOP/s per GPU  " << format_number("%.1f", r.model_tflops_per_gpu) << "  (hardware, with recompute: "
+        << format_number("%.1f", r.hardware_tflops_per_gpu) << ")
+";
+    out << "MFU                    " << format_number("%.1f", 100 * r.mfu) << " %
+";
   }
   const Breakdown b = breakdown_of(r, r.slowest_rank);
-  auto pct = [&](double v) { return t > 0 ? fmt("%5.1f %%", 100 * v / t) : std::string("-"); };
+  auto pct = [&](double v) { return t > 0 ? format_number("%5.1f %%", 100 * v / t) : std::string("-"); };
   out << "breakdown of rank " << b.rank << " (the last to finish):\n";
-  out << "  compute              " << fmt("%.6f", b.compute_s) << " s  " << pct(b.compute_s) << "\n";
-  out << "  exposed comm         " << fmt("%.6f", b.exposed_comm_s) << " s  " << pct(b.exposed_comm_s) << "\n";
-  out << "  pipeline bubble/wait " << fmt("%.6f", b.bubble_s) << " s  " << pct(b.bubble_s) << "\n";
-  out << "  offload              " << fmt("%.6f", b.offload_s) << " s  " << pct(b.offload_s) << "\n";
+  out << "  compute              " << format_number("%.6f", b.compute_s) << " s  " << pct(b.compute_s) << "\n";
+  out << "  exposed comm         " << format_number("%.6f", b.exposed_comm_s) << " s  " << pct(b.exposed_comm_s) << "\n";
+  out << "  pipeline bubble/wait " << format_number("%.6f", b.bubble_s) << " s  " << pct(b.bubble_s) << "\n";
+  out << "  offload              " << format_number("%.6f", b.offload_s) << " s  " << pct(b.offload_s) << "\n";
   // Peak memory: per pipeline stage for generated schedules, per rank for small hand-written ones.
   const RankGrid& g = schedule.grid();
-  out << "peak memory            " << gib(r.peak_memory_bytes) << " (max over ranks) of "
-      << gib(sc.cluster.hbm_bytes()) << " HBM\n";
+  out << "peak memory            " << format_gib(r.peak_memory_bytes) << " (max over ranks) of "
+      << format_gib(sc.cluster.hbm_bytes()) << " HBM\n";
   if (g.pp() > 1) {
     for (int s = 0; s < g.pp(); ++s) {
       int64_t peak = 0;
       for (size_t i = 0; i < r.ranks.size(); ++i)
         if (g.coord(int(i)).pp == s) peak = std::max(peak, r.ranks[i].peak_device_bytes);
-      out << "  stage " << s << "  " << gib(peak) << "\n";
+      out << "  stage " << s << "  " << format_gib(peak) << "\n";
     }
   } else if (r.ranks.size() <= 16) {
-    for (size_t i = 0; i < r.ranks.size(); ++i) out << "  rank " << i << "  " << gib(r.ranks[i].peak_device_bytes) << "\n";
+    for (size_t i = 0; i < r.ranks.size(); ++i) out << "  rank " << i << "  " << format_gib(r.ranks[i].peak_device_bytes) << "\n";
   }
   const RankStats& s = r.ranks.empty() ? RankStats{} : r.ranks[r.slowest_rank];
   std::string why;
@@ -104,8 +95,8 @@ void write_summary(std::ostream& out, const Schedule& schedule, const SimResult&
     why = "host offload traffic";
   else
     why = "compute-bound";
-  out << "slowest rank           " << r.slowest_rank << ": ends at " << fmt("%.6f", s.end_s) << " s, busy "
-      << fmt("%.6f", busy) << " s, mostly " << why << "\n";
+  out << "slowest rank           " << r.slowest_rank << ": ends at " << format_number("%.6f", s.end_s) << " s, busy "
+      << format_number("%.6f", busy) << " s, mostly " << why << "\n";
 }
 
 void write_json(std::ostream& out, const Schedule& schedule, const SimResult& r) {

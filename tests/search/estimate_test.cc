@@ -67,5 +67,62 @@ TEST(Estimate, RecomputeIsCountedAndNamed) {
   EXPECT_STREQ(e.limit(), "recompute");
 }
 
+TEST(Estimate, ZeroTwoReduceScattersEveryMicroBatchExposed) {
+  // dp 2 on 2 GPUs, micro_batch 1: m = 8 / 2 = 4 micro-batches, one stage of 4 layers. The
+  // stage's gradients: 4 x 1000 + 500 + 100 = 4600 fp32 elements = 18,400 bytes, one bucket (the
+  // default bucket_mb is far larger). ZeRO 2 reduce-scatters them after every micro-batch, and
+  // the shard's accumulate on the compute stream waits for it (shared/grad_sync.cc), so each is
+  // exposed: 4 x rs. ZeRO 1 (grad_reduce_overlap on, one bucket) exposes max(rs, rs - backward)
+  // = rs once.
+  const std::vector<std::string> base = {"cluster.gpus=2", "strategy.dp=2", "strategy.micro_batch=1",
+                                         "software.grad_reduce_overlap=true", "software.overlap_param_gather=true"};
+  std::vector<std::string> z1 = base, z2 = base;
+  z1.push_back("strategy.zero_stage=1");
+  z2.push_back("strategy.zero_stage=2");
+  const Scenario s1 = load_scenario(kTiny, z1), s2 = load_scenario(kTiny, z2);
+  CommCost comm(s1.cluster);
+  const double rs = comm.collective_s(CollectiveOp::kReduceScatter, {0, 1}, 4600.0 * 4);
+  const double ag = comm.collective_s(CollectiveOp::kAllGather, {0, 1}, 4600.0 * 4);
+  ASSERT_GT(rs, 0);
+  // Layer 3 ms, ends 0.75 ms: 4 x 12.75 ms; the gather (overlap_param_gather) hides under the
+  // 4 x 1 ms forward but for one bucket: max(ag, ag - 4 ms) = ag. Optimizer: 4600 / 2 elements.
+  const double compute = 4 * 12.75e-3, optimizer = 2300e-9;
+  EXPECT_NEAR(estimate(s1, hand_costs(), comm).iteration_s, compute + rs + ag + optimizer, 1e-12);
+  EXPECT_NEAR(estimate(s2, hand_costs(), comm).iteration_s, compute + 4 * rs + ag + optimizer, 1e-12);
+}
+
+TEST(Estimate, GatherAfterTheStepHidesUnderTheOtherBucketsAdam) {
+  // ZeRO 1 without overlap_param_gather: each bucket's all-gather follows its Adam, so all but
+  // the last hide under the later buckets' Adam. bucket_mb = 0.004 MiB = 4194.304 bytes: the
+  // 18,400 bytes of fp32 parameters are ceil(4.387) = 5 buckets of 3680 bytes. Adam: 2300
+  // elements at 10 us each = 23 ms, of which 4/5 (18.4 ms) run after the first bucket's: the
+  // gathers (5 x ag, microseconds) hide but the one bucket: exposed ag.
+  const Scenario sc =
+      load_scenario(kTiny, {"cluster.gpus=2", "strategy.dp=2", "strategy.micro_batch=1", "strategy.zero_stage=1",
+                            "strategy.bucket_mb=0.004", "software.grad_reduce_overlap=false",
+                            "software.overlap_param_gather=false"});
+  CommCost comm(sc.cluster);
+  LayerCosts c = hand_costs();
+  c.optimizer_s_per_element = 1e-5;
+  const double rs = comm.collective_s(CollectiveOp::kReduceScatter, {0, 1}, 3680);
+  const double ag = comm.collective_s(CollectiveOp::kAllGather, {0, 1}, 3680);
+  ASSERT_LT(5 * ag, 18.4e-3);
+  // Without grad_reduce_overlap the 5 reduce-scatters are all exposed.
+  EXPECT_NEAR(estimate(sc, c, comm).iteration_s, 4 * 12.75e-3 + 5 * rs + ag + 23e-3, 1e-9);
+}
+
+TEST(Estimate, OffloadCopiesAtThePcieLink) {
+  // dgx-a100-80g: PCIe 32 GB/s derated by the simulator's 0.87 (sim::SimOptions), 5 us latency.
+  const Scenario sc = load_scenario(kTiny, {"cluster.gpus=1"});
+  CommCost comm(sc.cluster);
+  EXPECT_NEAR(comm.copy_s(1e6), 1e6 / (32e9 * 0.87) + 5e-6, 1e-15);
+  EXPECT_EQ(comm.copy_s(0), 0.0);
+  // Per optimizer element, the copies add to the kernels: 4600 elements x (1 + 2) ns.
+  LayerCosts c = hand_costs();
+  c.optimizer_copy_s_per_element = 2e-9;
+  const Scenario one = load_scenario(kTiny, {"cluster.gpus=1", "strategy.micro_batch=1"});
+  EXPECT_NEAR(estimate(one, c, comm).optimizer_s, 4600 * 3e-9, 1e-15);
+}
+
 }  // namespace
 }  // namespace tandem::search

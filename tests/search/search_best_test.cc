@@ -20,9 +20,13 @@ namespace {
 const std::string kTiny = std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto";
 
 TEST(SearchBest, EqualsTheBestOfAnExhaustiveSimulation) {
-  const std::vector<std::string> fixed = {"strategy.recompute=none", "strategy.zero_stage=0",
-                                          "software.grad_reduce_overlap=true", "software.overlap_param_gather=false",
-                                          "software.tp_comm_overlap=false"};
+  const std::vector<std::string> fixed = {"strategy.recompute=none",
+                                          "strategy.zero_stage=0",
+                                          "software.grad_reduce_overlap=true",
+                                          "software.overlap_param_gather=false",
+                                          "software.tp_comm_overlap=false",
+                                          "strategy.tp_mode=1d",
+                                          "strategy.offload=none"};
   SearchOptions o;
   o.gpus = 8;
   o.jobs = 2;
@@ -30,15 +34,58 @@ TEST(SearchBest, EqualsTheBestOfAnExhaustiveSimulation) {
   ASSERT_FALSE(r.best.empty());
   ASSERT_EQ(r.best[0].simulated.status, sweep::PointStatus::kOk) << r.best[0].simulated.reason;
 
-  // Every strategy of 8 GPUs over these axes (dp = 8 / (tp pp), derived by the loader); the
+  // Every strategy of 8 GPUs over these axes (dp = 8 / (tp pp sp), derived by the loader); the
   // loader refuses the combinations that break a rule, and they stay out of the minimum.
   std::vector<std::string> sets = fixed;
   sets.push_back("cluster.gpus=8");
+  // Two grids: the modes without a sequence axis at sp 1, the two with one at sp 2, 4, 8.
+  double best = std::numeric_limits<double>::infinity();
+  size_t simulated = 0;
+  for (const char* modes : {"strategy.sp_mode=none,megatron", "strategy.sp_mode=ulysses,ring_attention"}) {
+    const bool axis = std::string(modes).find("ulysses") != std::string::npos;
+    const sweep::SweepGrid grid({sweep::parse_vary("strategy.tp=1,2,4,8"), sweep::parse_vary("strategy.pp=1,2,4,8"),
+                                 sweep::parse_vary(modes), sweep::parse_vary(axis ? "strategy.sp=2,4,8" : "strategy.sp=1"),
+                                 sweep::parse_vary("strategy.pp_schedule=1f1b,gpipe,interleaved"),
+                                 sweep::parse_vary("strategy.virtual_stages=1,2,4"),
+                                 sweep::parse_vary("strategy.micro_batch=1,2,4,8")});
+    sweep::RunOptions ro;
+    ro.jobs = 2;
+    const sweep::SweepTable all = sweep::run_sweep(kTiny, sets, grid, ro);
+    for (const sweep::SweepPoint& p : all.points)
+      if (p.result.status == sweep::PointStatus::kOk) {
+        ++simulated;
+        best = std::min(best, p.result.iteration_time_s);
+      }
+  }
+  // The same valid points: the grid's extra combinations (virtual stages > 1 without interleaving,
+  // micro-batches over global_batch / dp, sp > 1 without ulysses or ring_attention) are all
+  // refused, as are the search's extra ones.
+  EXPECT_EQ(simulated, r.valid);
+  EXPECT_EQ(r.best[0].simulated.iteration_time_s, best);
+}
+
+TEST(SearchBest, TensorModesAndOffloadEqualTheBestOfAnExhaustiveSimulation) {
+  // The space of Search.TensorModesByRule (tensor-parallel modes with their depths, offload; 16
+  // valid points), K = 4: the estimate's pruning must keep the simulated best.
+  const std::vector<std::string> fixed = {"strategy.sp_mode=none",           "strategy.recompute=none",
+                                          "strategy.zero_stage=0",           "strategy.micro_batch=4",
+                                          "software.grad_reduce_overlap=true", "software.overlap_param_gather=false",
+                                          "software.tp_comm_overlap=false",  "strategy.pp_schedule=1f1b",
+                                          "strategy.virtual_stages=1"};
+  SearchOptions o;
+  o.gpus = 8;
+  o.top = 4;
+  o.jobs = 2;
+  const SearchResult r = run_search(kTiny, fixed, o);
+  ASSERT_FALSE(r.best.empty());
+  ASSERT_EQ(r.best[0].simulated.status, sweep::PointStatus::kOk) << r.best[0].simulated.reason;
+
+  std::vector<std::string> sets = fixed;
+  sets.push_back("cluster.gpus=8");
   const sweep::SweepGrid grid({sweep::parse_vary("strategy.tp=1,2,4,8"), sweep::parse_vary("strategy.pp=1,2,4,8"),
-                               sweep::parse_vary("strategy.sp_mode=none,megatron"),
-                               sweep::parse_vary("strategy.pp_schedule=1f1b,gpipe,interleaved"),
-                               sweep::parse_vary("strategy.virtual_stages=1,2,4"),
-                               sweep::parse_vary("strategy.micro_batch=1,2,4,8")});
+                               sweep::parse_vary("strategy.tp_mode=1d,2d,2.5d"),
+                               sweep::parse_vary("strategy.tp_depth=1,2,4,8"),
+                               sweep::parse_vary("strategy.offload=none,optimizer")});
   sweep::RunOptions ro;
   ro.jobs = 2;
   const sweep::SweepTable all = sweep::run_sweep(kTiny, sets, grid, ro);
@@ -49,9 +96,10 @@ TEST(SearchBest, EqualsTheBestOfAnExhaustiveSimulation) {
       ++simulated;
       best = std::min(best, p.result.iteration_time_s);
     }
-  // The same valid points: the grid's extra combinations (virtual stages > 1 without interleaving,
-  // micro-batches over global_batch / dp) are all refused, as are the search's extra ones.
-  EXPECT_EQ(simulated, r.valid);
+  // The grid has the search's 16 valid points plus the ones the search leaves out as another
+  // mode's point: 2d at tp 1 (1d's; valid at tp 1 x pp 4 only) and 2.5d with depth 1 (2d's; valid
+  // at tp 4 x pp 1 and 2), each with 2 offloads: 2 + 4.
+  EXPECT_EQ(simulated, r.valid + 6);
   EXPECT_EQ(r.best[0].simulated.iteration_time_s, best);
 }
 

@@ -23,7 +23,13 @@ const std::string kTiny = std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.
 const std::vector<std::string> kLayoutOnly = {
     "strategy.sp_mode=none",           "strategy.recompute=none",           "strategy.zero_stage=0",
     "strategy.micro_batch=1",          "software.grad_reduce_overlap=true", "software.overlap_param_gather=false",
-    "software.tp_comm_overlap=false"};
+    "software.tp_comm_overlap=false",  "strategy.tp_mode=1d",               "strategy.offload=none"};
+
+// Everything fixed but the layout, the tensor-parallel mode with its depth, and offload.
+const std::vector<std::string> kTensorModes = {
+    "strategy.sp_mode=none",           "strategy.recompute=none",           "strategy.zero_stage=0",
+    "strategy.micro_batch=4",          "software.grad_reduce_overlap=true", "software.overlap_param_gather=false",
+    "software.tp_comm_overlap=false",  "strategy.pp_schedule=1f1b",         "strategy.virtual_stages=1"};
 
 const char* kHeadsRule = "strategy.tp: tp = N must divide model.heads = N (each tensor-parallel rank must get whole heads)";
 const char* kLayersRule =
@@ -64,6 +70,67 @@ TEST(SearchSpace, FixedLayoutKeysRestrictTheLayouts) {
   // tp 2: pp 1 (4 pipelines), pp 2 (3), pp 4 (2).
   EXPECT_EQ(points, 9);
   EXPECT_THROW(fix_keys(shape, {"strategy.tp=two"}), Error);
+}
+
+TEST(SearchSpace, TensorModesDepthsAndOffload) {
+  // (tp, pp) with tp*pp | 8: 10 layouts (above). tp_mode 1d at every tp; 2d and 2.5d at tp > 1
+  // only, 2.5d with each depth d >= 2 dividing tp: tp 1: 1 grid; tp 2: 1d, 2d, 2.5d/2 = 3;
+  // tp 4: 1d, 2d, 2.5d/2, 2.5d/4 = 4; tp 8: 1d, 2d, 2.5d/2, /4, /8 = 5. Offload none and
+  // optimizer: (4 x 1 + 3 x 3 + 2 x 4 + 1 x 5) x 2 = 52 points.
+  SpaceShape shape;
+  shape.gpus = 8, shape.layers = 4, shape.global_batch = 8;
+  fix_keys(shape, kTensorModes);
+  int points = 0, depth_above_one = 0;
+  for_each_candidate(shape, [&](const Candidate& c) {
+    ++points;
+    EXPECT_EQ(c.dp * c.tp * c.pp * c.sp, 8);
+    EXPECT_EQ(c.sp, 1);
+    const std::string mode = kTpModes[c.tp_mode].value;
+    if (mode != "2.5d") EXPECT_EQ(c.tp_depth, 1);
+    else EXPECT_EQ(c.tp % c.tp_depth, 0);
+    if (c.tp_depth > 1) ++depth_above_one;
+    EXPECT_GE(c.offload, 0);
+  });
+  EXPECT_EQ(points, 52);
+  // 2.5d points: tp 2 x pp {1,2,4} (depth 2), tp 4 x pp {1,2} (2, 4), tp 8 (2, 4, 8): 3 + 4 + 3 = 10
+  // layouts and depths, x 2 offloads.
+  EXPECT_EQ(depth_above_one, 20);
+}
+
+TEST(SearchSpace, SequenceModesHaveTheirOwnAxis) {
+  // 4 GPUs, tp 1 and pp 1 fixed: sp_mode none and megatron at sp 1; ulysses and ring_attention at
+  // each sp >= 2 dividing 4 (2, 4): 2 + 2 x 2 = 6 points.
+  SpaceShape shape;
+  shape.gpus = 4, shape.layers = 4, shape.global_batch = 8;
+  std::vector<std::string> sets = kLayoutOnly;
+  sets.erase(sets.begin());  // sp_mode searched
+  for (const char* a : {"strategy.tp=1", "strategy.pp=1", "strategy.pp_schedule=1f1b", "strategy.virtual_stages=1"})
+    sets.push_back(a);
+  fix_keys(shape, sets);
+  int points = 0, with_axis = 0;
+  for_each_candidate(shape, [&](const Candidate& c) {
+    ++points;
+    EXPECT_EQ(c.dp * c.sp, 4);
+    if (kSpModes[c.sp_mode].sp_degree) {
+      ++with_axis;
+      EXPECT_GE(c.sp, 2);
+    } else {
+      EXPECT_EQ(c.sp, 1);
+    }
+  });
+  EXPECT_EQ(points, 6);
+  EXPECT_EQ(with_axis, 4);
+  // sp fixed at 2: only the modes with an axis remain (2 points).
+  sets.push_back("strategy.sp=2");
+  SpaceShape fixed_sp;
+  fixed_sp.gpus = 4, fixed_sp.layers = 4, fixed_sp.global_batch = 8;
+  fix_keys(fixed_sp, sets);
+  points = 0;
+  for_each_candidate(fixed_sp, [&](const Candidate& c) {
+    ++points;
+    EXPECT_EQ(c.sp, 2);
+  });
+  EXPECT_EQ(points, 2);
 }
 
 TEST(SearchSpace, CandidateSetsAreSetAssignments) {
@@ -114,6 +181,106 @@ TEST(Search, InvalidPointsByRule) {
   EXPECT_LE(r.best[0].estimate.iteration_s, r.best[1].estimate.iteration_s);
 }
 
+TEST(Search, TensorModesByRule) {
+  // The 52 points of TensorModesDepthsAndOffload (micro_batch 4, 1f1b) through the loader, whose
+  // rules run in this order (shared/strategy_rules.cc), each pair of points (offload none and
+  // optimizer) refused alike:
+  //   2d needs a square tp: tp 2 (pp 1, 2, 4) and tp 8: 4 layouts = 8 points.
+  //   2.5d needs tp = d q^2: tp 4 with d 2 (pp 1, 2) and tp 8 with d 4: 3 = 6 points.
+  //   1d tp 8 does not divide 4 heads: 2 points.  pp 8 does not divide 4 layers: 2 points.
+  //   global_batch 8 a multiple of dp x 4 needs dp <= 2: of what passed so far, tp 1 x pp 1
+  //   (1d), tp 1 x pp 2 (1d), tp 2 x pp 1 (1d, 2.5d/2): 4 = 8 points.
+  //   2.5d needs q >= 2: tp 2 d 2 (pp 2, 4), tp 4 d 4 (pp 1, 2), tp 8 d 8: 5 = 10 points.
+  //   The rest (micro_batch 4 a multiple of the grid rows: 2d tp 4 has 2, 2.5d tp 8 d 2 has 4;
+  //   layernorm) passes: 52 - 36 = 16 valid.
+  SearchOptions o;
+  o.gpus = 8;
+  o.top = 4;
+  o.simulate = false;
+  const SearchResult r = run_search(kTiny, kTensorModes, o);
+  EXPECT_EQ(r.points, 52u);
+  ASSERT_EQ(r.invalid.size(), 6u);
+  EXPECT_EQ(r.invalid.at("strategy.tp: tp_mode 2d needs a q*q grid: tp = N is not a perfect square (try 1, 4, 9, 16, 64)")
+                .count,
+            8u);
+  EXPECT_EQ(r.invalid.at("strategy.tp: tp_mode 2.5d needs tp = tp_depth*q*q: tp = N with tp_depth = N is not d times a "
+                         "perfect square")
+                .count,
+            6u);
+  EXPECT_EQ(r.invalid.at(kHeadsRule).count, 2u);
+  EXPECT_EQ(r.invalid.at(kLayersRule).count, 2u);
+  EXPECT_EQ(r.invalid.at("strategy.global_batch: global_batch = N must be a multiple of dp*micro_batch = N*N = N (dp = N)")
+                .count,
+            8u);
+  EXPECT_EQ(r.invalid.at("strategy.tp: tp_mode 2.5d needs a grid side q >= 2 (tp = tp_depth*q*q = N): with q = N the "
+                         "depth layers only split the batch (use dp)")
+                .count,
+            10u);
+  EXPECT_EQ(r.valid, 16u);
+}
+
+TEST(Search, VaryBatchByRule) {
+  // --vary-batch: global batch 1, 2, 4, 8 (the powers of two up to the scenario's 8), each with
+  // the 31 points of kLayoutOnly (micro_batch 1): 124 points. Per batch g, of the 31: tp 8 (4
+  // points, 4 heads) and pp 8 (2 points, 4 layers) whatever g; then global_batch must be a
+  // multiple of dp (micro_batch 1); then interleaved needs pp >= 2, then g/dp micro-batches a
+  // multiple of pp. The 25 points left after heads and layers, by layout (dp, points):
+  // tp1 pp1 (8, 4), tp1 pp2 (4, 3), tp1 pp4 (2, 2), tp2 pp1 (4, 4), tp2 pp2 (2, 3), tp2 pp4
+  // (1, 2), tp4 pp1 (2, 4), tp4 pp2 (1, 3).
+  //   g 8: batch 0; interleaved at pp 1: 6; micro-batches 8/4, 8/2, 8/1 all even: 0; valid 19.
+  //   g 4: batch: dp 8 (4); interleaved pp 1: tp2, tp4 (4); tp1 pp2 has 4/4 = 1 micro-batch (1);
+  //        valid 16.
+  //   g 2: batch: dp 8, 4 (4 + 3 + 4 = 11); interleaved pp 1: tp4 (2); tp2 pp2 has 2/2 = 1 (1);
+  //        valid 11.
+  //   g 1: batch: all but dp 1 (20); tp4 pp2 has 1 micro-batch (1); valid 4.
+  SearchOptions o;
+  o.gpus = 8;
+  o.top = 2;
+  o.simulate = false;
+  o.vary_batch = true;
+  const SearchResult r = run_search(kTiny, kLayoutOnly, o);
+  EXPECT_EQ(r.points, 124u);
+  EXPECT_EQ(r.valid, 19u + 16u + 11u + 4u);
+  ASSERT_EQ(r.invalid.size(), 5u);
+  EXPECT_EQ(r.invalid.at(kHeadsRule).count, 16u);
+  EXPECT_EQ(r.invalid.at(kLayersRule).count, 8u);
+  EXPECT_EQ(r.invalid.at("strategy.global_batch: global_batch = N must be a multiple of dp*micro_batch = N*N = N (dp = N)")
+                .count,
+            0u + 4u + 11u + 20u);
+  EXPECT_EQ(r.invalid.at(kInterleavedRule).count, 6u + 4u + 2u);
+  EXPECT_EQ(r.invalid
+                .at("strategy.pp_schedule: interleaved needs micro-batches per iteration, global_batch/(dp*micro_batch) "
+                    "= N/N = N, to be a multiple of pp = N")
+                .count,
+            3u);
+  // Ranked by the estimate per sample.
+  ASSERT_EQ(r.best.size(), 2u);
+  EXPECT_LE(r.best[0].estimate.iteration_s / r.best[0].candidate.global_batch,
+            r.best[1].estimate.iteration_s / r.best[1].candidate.global_batch);
+  EXPECT_EQ(r.best[0].sets.back().rfind("strategy.global_batch=", 0), 0u);
+  EXPECT_NE(search_json(r).find("\"ranked_by\":\"tokens_per_s\""), std::string::npos);
+
+  // Simulated: best first by tokens/s.
+  o.simulate = true;
+  o.top = 3;
+  o.jobs = 2;
+  const SearchResult s = run_search(kTiny, kLayoutOnly, o);
+  ASSERT_EQ(s.best.size(), 3u);
+  for (size_t i = 1; i < s.best.size(); ++i)
+    EXPECT_GE(s.best[i - 1].simulated.tokens_per_s, s.best[i].simulated.tokens_per_s);
+
+  // A global batch fixed by --set cannot be searched.
+  std::vector<std::string> fixed = kLayoutOnly;
+  fixed.push_back("strategy.global_batch=8");
+  try {
+    run_search(kTiny, fixed, o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("--vary-batch"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Search, JsonFields) {
   SearchOptions o;
   o.gpus = 8;
@@ -122,6 +289,7 @@ TEST(Search, JsonFields) {
   const SearchResult r = run_search(kTiny, kLayoutOnly, o);
   const testing::JsonValue j = testing::parse_json(search_json(r));
   EXPECT_EQ(j.at("format").string, "tandem-search-1");
+  EXPECT_EQ(j.at("ranked_by").string, "iteration_time_s");
   EXPECT_EQ(j.at("points").number, 31);
   EXPECT_EQ(j.at("valid").number, 19);
   EXPECT_EQ(j.at("invalid").at(kHeadsRule).number, 4);

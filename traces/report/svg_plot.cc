@@ -173,9 +173,15 @@ std::string line_plot(const LinePlot& spec, const std::vector<Series>& series) {
       if (d.step && i > 0) add(d.x[i], d.y[i - 1]);
       add(d.x[i], d.y[i]);
     }
-    s += "<polyline fill=\"none\" stroke=\"" + escape(d.color) + "\" stroke-width=\"1.5\"" +
-         (d.dashed ? " stroke-dasharray=\"5,3\"" : "") + " points=\"" + points + "\"><title>" + escape(d.name) +
-         "</title></polyline>\n";
+    if (d.line)
+      s += "<polyline fill=\"none\" stroke=\"" + escape(d.color) + "\" stroke-width=\"1.5\"" +
+           (d.dashed ? " stroke-dasharray=\"5,3\"" : "") + " points=\"" + points + "\"><title>" + escape(d.name) +
+           "</title></polyline>\n";
+    if (d.markers)
+      for (size_t i = 0; i < d.x.size(); ++i)
+        s += "<circle cx=\"" + num(left + (d.x[i] - x_lo) * sx) + "\" cy=\"" + num(bottom - (d.y[i] - y_lo) * sy) +
+             "\" r=\"3.5\" fill=\"" + escape(d.color) + "\"><title>" +
+             escape(d.labels.size() == d.x.size() ? d.labels[i] : d.name) + "</title></circle>\n";
   }
   s += "</svg>\n";
   return s;

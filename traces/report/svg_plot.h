@@ -29,6 +29,9 @@ struct Series {
   std::vector<double> x, y;  // same length, x increasing
   bool step = false;         // hold each y until the next x (memory in use)
   bool dashed = false;
+  bool markers = false;      // a dot at each point (a scatter plot with line = false)
+  bool line = true;          // the polyline through the points
+  std::vector<std::string> labels = {};  // markers: each point's tooltip (else the series name)
 };
 
 struct LinePlot {
