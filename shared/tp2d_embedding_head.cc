@@ -71,14 +71,7 @@ void tp2d_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferI
 void tp2d_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x) {
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
-  HeadActs h;
-  h.x = x;
-  h.targets = st.take_targets(mb);
-  if (h.targets == kNoId) {
-    auto [tokens, targets] = load_batch(st, mb);
-    st.release(tokens);
-    h.targets = targets;
-  }
+  HeadActs h = head_acts(st, mb, x);
   tp2d_norm_forward(st, Phase::kForward, -1, mb, x, w.ln1_w, w.ln1_b, &h.yf, &h.mean, &h.rstd, "yf", "meanf",
                     "rstdf");
   const BufferId table = gather_table(st, w.table, mb, Phase::kForward);
@@ -88,15 +81,8 @@ void tp2d_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x) {
   tp2d_collective(st, CollectiveOp::kAllReduce, tp2d_row_group(st), -1, h.logits, h.logits,
                   d.n * d.vocab * dtype_bytes(d.dtype), Phase::kForward, -1, mb, d.dtype);
   const std::array<int64_t, 6> xd = {d.n, d.vocab, 0, tokens_per_iteration(st)};
-  h.max = st.allocate("xent_max", -1, mb, d.n, DType::kFp32);
-  st.kernel(Kernel::kCrossEntropyMax, Phase::kForward, -1, mb, xd, {h.logits}, {h.max}, 0, d.dtype);
-  h.sum = st.allocate("xent_sum", -1, mb, d.n, DType::kFp32);
-  st.kernel(Kernel::kCrossEntropySumExp, Phase::kForward, -1, mb, xd, {h.logits, h.max}, {h.sum}, 0, d.dtype);
-  const BufferId target = st.allocate("xent_target", -1, mb, d.n, DType::kFp32);
-  st.kernel(Kernel::kCrossEntropyTarget, Phase::kForward, -1, mb, xd, {h.logits, h.targets}, {target}, 0, d.dtype);
-  const BufferId loss = st.allocate("xent_loss", -1, mb, 1, DType::kFp32, BufferRole::kComm);
-  st.kernel(Kernel::kCrossEntropyLoss, Phase::kForward, -1, mb, xd, {h.max, h.sum, target}, {loss}, 0, DType::kFp32);
-  st.release(target);
+  // The row holds whole logits (all-reduced above): the loss is not vocabulary-parallel.
+  const BufferId loss = cross_entropy_fwd(st, mb, xd, h, false);
   tp2d_collective(st, CollectiveOp::kAllReduce, tp2d_column_group(st), -1, loss, loss, 4, Phase::kForward, -1, mb,
                   DType::kFp32);
   if (d.tp2d_d > 1)  // 2.5D: the other depth layers' batch blocks
@@ -113,10 +99,7 @@ BufferId tp2d_head_backward(StepState& st, int unit, int chunk, int mb) {
   const UnitViews& g = st.grads(unit);
   HeadActs h = st.take_head(chunk, mb);
   const std::array<int64_t, 6> xd = {d.n, d.vocab, 0, tokens_per_iteration(st)};
-  const BufferId dlogits = st.allocate("dlogits", -1, mb, d.n * d.vocab, d.dtype);
-  st.kernel(Kernel::kCrossEntropyBwd, Phase::kBackward, -1, mb, xd, {h.logits, h.targets, h.max, h.sum}, {dlogits}, 0,
-            d.dtype);
-  for (BufferId id : {h.logits, h.targets, h.max, h.sum}) st.release(id);
+  const BufferId dlogits = cross_entropy_bwd(st, mb, xd, h);
   const BufferId table = gather_table(st, w.table, mb, Phase::kBackward);
   const BufferId dyf = st.allocate("dyf", -1, mb, d.n * d.hidden, d.dtype);
   st.linear_dgrad(-1, mb, dlogits, table, dyf, d.n, d.vocab, d.hidden);

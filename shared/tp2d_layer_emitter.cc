@@ -68,11 +68,7 @@ void tp2d_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferI
   tp2d_norm_forward(st, ph, l, mb, a.x2, w.ln2_w, w.ln2_b, &a.y2, &a.mean2, &a.rstd2, "y2", "mean2", "rstd2");
   a.h1 = st.allocate("h1", l, mb, d.n * d.ffn_in, d.dtype);
   summa_forward(st, ph, l, mb, a.y2, w.fc1, a.h1, d.n, d.ffn_in, d.hidden);
-  a.a1 = st.allocate("a1", l, mb, d.n * d.ffn, d.dtype);
-  if (st.scenario.model.activation == Activation::kSwiglu)
-    st.kernel(Kernel::kSwiglu, ph, l, mb, {d.n, d.ffn}, {a.h1}, {a.a1}, 0, d.dtype);
-  else
-    st.kernel(Kernel::kGelu, ph, l, mb, {d.n * d.ffn}, {a.h1}, {a.a1}, 0, d.dtype);
+  activation_fwd(st, ph, a);
   const BufferId h2 = st.allocate("h2", l, mb, d.n * d.hidden, d.dtype);
   summa_forward(st, ph, l, mb, a.a1, w.fc2, h2, d.n, d.hidden, d.ffn);
   const BufferId x3 = residual(st, ph, l, mb, h2, a.x2, &a.hmask, "mlp_out_mask", recompute ? "x3_discard" : "x3");
@@ -99,22 +95,11 @@ BufferId tp2d_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dou
   if (rc == Recompute::kFull) tp2d_layer_forward(st, unit, a, Phase::kRecompute, nullptr);
 
   // MLP block.
-  BufferId dh2 = dout;
-  if (d.dropout) {
-    dh2 = st.allocate("dh2", l, mb, nh, d.dtype);
-    st.kernel(Kernel::kDropoutBwd, Phase::kBackward, l, mb, {nh}, {dout, a.hmask}, {dh2}, 0, d.dtype);
-    st.release(a.hmask);
-  }
+  const BufferId dh2 = dropout_bwd(st, l, mb, dout, &a.hmask, nh, "dh2");
   const BufferId da1 = summa_backward(st, l, mb, dh2, a.a1, w.fc2, g.fc2, d.n, d.hidden, d.ffn, "da1");
   if (dh2 != dout) st.release(dh2);
   st.release(a.a1);
-  const BufferId dh1 = st.allocate("dh1", l, mb, d.n * d.ffn_in, d.dtype);
-  if (st.scenario.model.activation == Activation::kSwiglu)
-    st.kernel(Kernel::kSwigluBwd, Phase::kBackward, l, mb, {d.n, d.ffn}, {a.h1, da1}, {dh1}, 0, d.dtype);
-  else
-    st.kernel(Kernel::kGeluBwd, Phase::kBackward, l, mb, {d.n * d.ffn}, {a.h1, da1}, {dh1}, 0, d.dtype);
-  st.release(da1);
-  st.release(a.h1);
+  const BufferId dh1 = activation_bwd(st, a, da1);
   const BufferId dy2 = summa_backward(st, l, mb, dh1, a.y2, w.fc1, g.fc1, d.n, d.ffn_in, d.hidden, "dy2");
   st.release(dh1);
   const BufferId dx2 = tp2d_norm_backward(st, l, mb, dy2, a.x2, w.ln2_w, a.mean2, a.rstd2, g.ln2_w, g.ln2_b);
@@ -124,12 +109,7 @@ BufferId tp2d_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dou
   st.release(dout);
 
   // Attention block.
-  BufferId dob = dx2;
-  if (d.dropout) {
-    dob = st.allocate("do", l, mb, nh, d.dtype);
-    st.kernel(Kernel::kDropoutBwd, Phase::kBackward, l, mb, {nh}, {dx2, a.omask}, {dob}, 0, d.dtype);
-    st.release(a.omask);
-  }
+  const BufferId dob = dropout_bwd(st, l, mb, dx2, &a.omask, nh, "do");
   const BufferId dctx = summa_backward(st, l, mb, dob, a.ctx, w.o, g.o, d.n, d.hidden, d.heads * d.head_dim, "dctx");
   if (dob != dx2) st.release(dob);
   if (rc == Recompute::kSelective && keeps_core(st)) attention_fwd(st, Phase::kRecompute, a, true);
