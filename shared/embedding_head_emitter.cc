@@ -3,16 +3,18 @@
 // needs three all-reduces over the tensor group: row max, sum of exponentials, target logit).
 #include "shared/step_state.h"
 #include "shared/tp2d.h"
+#include "shared/tp3d.h"
 
 namespace tandem {
 
 // Tokens and targets of one micro-batch (the samples a data-parallel rank takes, in order; under
-// 2D tensor parallelism the rank's batch block i of them, under 2.5D block k*q + i).
+// 2D tensor parallelism the rank's batch block i of them, under 2.5D block k*q + i, under 3D b*q + a).
 std::pair<BufferId, BufferId> load_batch(StepState& st, int mb) {
   const StepDims& d = st.dims;
   BufferId tokens = st.allocate("tokens", -1, mb, d.n, DType::kInt32);
   BufferId targets = st.allocate("targets", -1, mb, d.n, DType::kInt32);
-  const int64_t blocks = int64_t(d.tp2d_q) * d.tp2d_d, block = int64_t(d.tp2d_k) * d.tp2d_q + d.tp2d_i;
+  int64_t blocks = int64_t(d.tp2d_q) * d.tp2d_d, block = int64_t(d.tp2d_k) * d.tp2d_q + d.tp2d_i;
+  if (d.tp3d_q > 1) blocks = int64_t(d.tp3d_q) * d.tp3d_q, block = int64_t(d.tp3d_b) * d.tp3d_q + d.tp3d_a;
   const int64_t sample0 = ((int64_t(st.coord.dp) * st.micro_batches + mb) * blocks + block) * d.batch;
   st.kernel(Kernel::kData, Phase::kForward, -1, mb, {sample0, d.batch, d.seq, d.seq_chunks, d.seq_chunk}, {},
             {tokens, targets}, d.zigzag ? kZigZag : 0, DType::kInt32);
@@ -79,6 +81,7 @@ BufferId cross_entropy_bwd(StepState& st, int mb, const std::array<int64_t, 6>& 
 
 BufferId emit_embedding_forward(StepState& st, int unit, int chunk, int mb) {
   if (tp2d(st)) return tp2d_embedding_forward(st, unit, chunk, mb);
+  if (tp3d(st)) return tp3d_embedding_forward(st, unit, chunk, mb);
   const StepDims& d = st.dims;
   auto [tokens, targets] = load_batch(st, mb);
   // With a single pipeline stage the head on this rank uses these targets; otherwise the last
@@ -94,6 +97,7 @@ BufferId emit_embedding_forward(StepState& st, int unit, int chunk, int mb) {
 
 void emit_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx) {
   if (tp2d(st)) return tp2d_embedding_backward(st, unit, chunk, mb, dx);
+  if (tp3d(st)) return tp3d_embedding_backward(st, unit, chunk, mb, dx);
   const StepDims& d = st.dims;
   BufferId tokens = st.take_tokens(chunk, mb);
   BufferId D = d.seq_parallel ? st.gather_seq(dx, -1, mb, Phase::kBackward, "dx_embed_full") : dx;
@@ -106,6 +110,7 @@ void emit_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferI
 
 void emit_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x) {
   if (tp2d(st)) return tp2d_head_forward(st, unit, chunk, mb, x);
+  if (tp3d(st)) return tp3d_head_forward(st, unit, chunk, mb, x);
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
   HeadActs h = head_acts(st, mb, x);
@@ -126,6 +131,7 @@ void emit_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x) {
 
 BufferId emit_head_backward(StepState& st, int unit, int chunk, int mb) {
   if (tp2d(st)) return tp2d_head_backward(st, unit, chunk, mb);
+  if (tp3d(st)) return tp3d_head_backward(st, unit, chunk, mb);
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
   const UnitViews& g = st.grads(unit);

@@ -13,6 +13,7 @@
 #include "shared/ring_attention.h"
 #include "shared/step_state.h"
 #include "shared/tp2d.h"
+#include "shared/tp3d.h"
 #include "shared/ulysses.h"
 
 namespace tandem {
@@ -160,6 +161,7 @@ BufferId row_parallel_backward(StepState& st, int l, int mb, BufferId dy, Buffer
 
 void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferId* out) {
   if (tp2d(st)) return tp2d_layer_forward(st, unit, a, ph, out);
+  if (tp3d(st)) return tp3d_layer_forward(st, unit, a, ph, out);
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
   const int l = a.layer, mb = a.mb;
@@ -200,6 +202,7 @@ void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferI
 
 BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dout) {
   if (tp2d(st)) return tp2d_layer_backward(st, unit, a, dout);
+  if (tp3d(st)) return tp3d_layer_backward(st, unit, a, dout);
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
   const UnitViews& g = st.grads(unit);

@@ -2,6 +2,7 @@
 
 #include "shared/error.h"
 #include "shared/tp2d_groups.h"
+#include "shared/tp3d_groups.h"
 #include "shared/sequence_split.h"
 
 namespace tandem {
@@ -36,6 +37,20 @@ StepDims make_dims(const Scenario& sc, int tp_index, int sp_index) {
     d.tp2d_q = c.q, d.tp2d_i = c.i, d.tp2d_j = c.j;
     d.tp2d_d = c.d, d.tp2d_k = c.k;
     d.batch = s.micro_batch / (c.q * c.d);
+    d.n = d.n_local = d.batch * m.seq_len;
+    d.hidden = m.hidden / c.q;
+    d.heads = m.heads / c.q;
+    d.kv_heads = m.kv_heads / c.q;
+    d.qkv_out = (d.heads + 2 * d.kv_heads) * d.head_dim;
+    d.ffn = m.ffn_hidden / c.q;
+    d.ffn_in = m.activation == Activation::kSwiglu ? 2 * d.ffn : d.ffn;
+    d.vocab = m.vocab;
+    d.vocab_offset = 0;
+  }
+  if (s.tp_mode == TpMode::k3d && tp3d_side(sc) > 1) {
+    const Tp3dCoord c = tp3d_coord(sc, tp_index);
+    d.tp3d_q = c.q, d.tp3d_a = c.a, d.tp3d_b = c.b, d.tp3d_c = c.c;
+    d.batch = s.micro_batch / (c.q * c.q);
     d.n = d.n_local = d.batch * m.seq_len;
     d.hidden = m.hidden / c.q;
     d.heads = m.heads / c.q;

@@ -40,6 +40,10 @@ struct StepDims {
   // feature block (/ q); vocab the whole vocabulary (the head's loss is not split, shared/tp2d.h).
   int tp2d_q = 1, tp2d_i = 0, tp2d_j = 0;
   int tp2d_d = 1, tp2d_k = 0;  // tp_mode 2.5d: depth and depth layer (the batch is split d*q ways)
+  // tp_mode 3d (shared/tp3d_groups.h): the cube side q (1 otherwise) and this rank's coordinates.
+  // n, batch are the rank's batch block (micro_batch / q^2 samples), hidden, heads, ffn the
+  // feature block (/ q), vocab the whole vocabulary, as under 2D.
+  int tp3d_q = 1, tp3d_a = 0, tp3d_b = 0, tp3d_c = 0;
 
   // The element type of a GEMM of `layer` (-1: embedding or head): under fp8 a layer's forward
   // GEMMs take e4m3 operands and its backward GEMMs an e5m2 gradient (the hybrid recipe); the

@@ -52,6 +52,24 @@ BufferId summa_backward(StepState& st, int layer, int mb, BufferId dy, BufferId 
                         int64_t rows, int64_t out, int64_t in, const char* dx_name);
 
 // tp2d_layer_emitter.cc
+// The layer's body on a grid of blocks, shared by 2D and 3D: what differs is how the four linears
+// run (which: 0 qkv, 1 attention output, 2 fc1, 3 fc2) and over which group (of how many feature
+// blocks) the layer norms reduce their row statistics.
+struct GridLayerOps {
+  GroupId norm_group = kNoId;
+  int64_t norm_parts = 1;
+  void (*linear_fwd)(StepState& st, Phase ph, int layer, int mb, int which, BufferId x, BufferId w, BufferId y,
+                     int64_t rows, int64_t out, int64_t in) = nullptr;
+  BufferId (*linear_bwd)(StepState& st, int layer, int mb, int which, BufferId dy, BufferId x, BufferId w,
+                         BufferId dw, int64_t rows, int64_t out, int64_t in, const char* dx_name) = nullptr;
+};
+void grid_layer_forward(StepState& st, const GridLayerOps& ops, int unit, LayerActs& a, Phase phase, BufferId* out);
+BufferId grid_layer_backward(StepState& st, const GridLayerOps& ops, int unit, LayerActs& a, BufferId dout);
+void split_norm_forward(StepState& st, const GridLayerOps& ops, Phase ph, int layer, int mb, BufferId x, BufferId w,
+                        BufferId b, BufferId* y, BufferId* mean, BufferId* rstd, const char* y_name,
+                        const char* mean_name, const char* rstd_name);
+BufferId split_norm_backward(StepState& st, const GridLayerOps& ops, int layer, int mb, BufferId dy, BufferId x,
+                             BufferId w, BufferId mean, BufferId rstd, BufferId dw, BufferId db);
 void tp2d_layer_forward(StepState& st, int unit, LayerActs& a, Phase phase, BufferId* out);
 BufferId tp2d_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dout);
 // Layer norm of feature blocks [n, hidden/q] (statistics over the row group).
