@@ -80,6 +80,27 @@ BufferId tp2d_norm_backward(StepState& st, int layer, int mb, BufferId dy, Buffe
                             BufferId rstd, BufferId dw, BufferId db);
 
 // tp2d_embedding_head.cc
+// The two ends on a grid, shared by 2D and 3D: what differs is how the table is gathered and its
+// gradient reduced back to the rank's block, over which group the final norm's statistics and
+// the head's partial logits are reduced, and how the micro-batch's loss is summed over the other
+// batch blocks.
+struct GridEndOps {
+  GroupId norm_group = kNoId;
+  int64_t norm_parts = 1;
+  BufferId (*gather_table)(StepState& st, BufferId shard, int mb, Phase ph) = nullptr;
+  void (*reduce_table_grad)(StepState& st, BufferId full, BufferId grad, int mb) = nullptr;
+  void (*reduce_loss)(StepState& st, BufferId loss, int mb) = nullptr;
+  GridLayerOps norm_ops() const {
+    GridLayerOps o;
+    o.norm_group = norm_group;
+    o.norm_parts = norm_parts;
+    return o;
+  }
+};
+BufferId grid_embedding_forward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb);
+void grid_embedding_backward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb, BufferId dx);
+void grid_head_forward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb, BufferId x);
+BufferId grid_head_backward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb);
 BufferId tp2d_embedding_forward(StepState& st, int unit, int chunk, int mb);
 void tp2d_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx);
 void tp2d_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x);

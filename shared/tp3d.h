@@ -29,12 +29,12 @@ inline bool tp3d(const StepState& st) { return st.dims.tp3d_q > 1; }
 // This rank's group along axis 1 (A), 2 (B) or 3 (C).
 GroupId tp3d_group(const StepState& st, int axis);
 
-// tp3d_linear.cc: the layer body's ops (grid_layer_*) under 3D.
+// tp3d_linear.cc: the layer body's ops (grid_layer_*) under 3D, and the layer.
 GridLayerOps tp3d_layer_ops(const StepState& st);
-
-// tp3d_embedding_head.cc
 void tp3d_layer_forward(StepState& st, int unit, LayerActs& a, Phase phase, BufferId* out);
 BufferId tp3d_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dout);
+
+// tp3d_embedding_head.cc (the grid_* ends of shared/tp2d.h with the 3D table and loss reductions)
 BufferId tp3d_embedding_forward(StepState& st, int unit, int chunk, int mb);
 void tp3d_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx);
 void tp3d_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x);

@@ -45,79 +45,39 @@ void reduce_table_grad(StepState& st, BufferId full, BufferId grad, int mb) {
   st.release(shard);
 }
 
-}  // namespace
-
-BufferId tp3d_embedding_forward(StepState& st, int unit, int chunk, int mb) {
-  const StepDims& d = st.dims;
-  auto [tokens, targets] = load_batch(st, mb);
-  if (st.holds_head()) st.keep_targets(mb, targets);
-  else st.release(targets);
-  st.keep_tokens(chunk, mb, tokens);
-  const BufferId table = gather_table(st, st.params(unit).table, mb, Phase::kForward);
-  const BufferId x = st.allocate("x_embed", -1, mb, d.n * d.hidden, d.dtype);
-  st.kernel(Kernel::kEmbedding, Phase::kForward, -1, mb, {d.n, d.hidden, d.vocab, 0}, {tokens, table}, {x}, 0,
-            d.dtype);
-  st.release(table);
-  return x;
-}
-
-void tp3d_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx) {
-  const StepDims& d = st.dims;
-  const BufferId tokens = st.take_tokens(chunk, mb);
-  const BufferId grad = st.grads(unit).table;
-  const BufferId full = st.allocate("table_grad", -1, mb, d.vocab * d.hidden, st.program.buffer_at(grad).dtype,
-                                    BufferRole::kComm);
-  st.kernel(Kernel::kEmbeddingBwd, Phase::kBackward, -1, mb, {d.n, d.hidden, d.vocab, 0}, {tokens, dx}, {full},
-            kAccumulateOut, d.dtype);
-  st.release(dx);
-  st.release(tokens);
-  reduce_table_grad(st, full, grad, mb);
-}
-
-void tp3d_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x) {
-  const StepDims& d = st.dims;
-  const UnitViews& w = st.params(unit);
-  const GridLayerOps ops = tp3d_layer_ops(st);
-  HeadActs h = head_acts(st, mb, x);
-  split_norm_forward(st, ops, Phase::kForward, -1, mb, x, w.ln1_w, w.ln1_b, &h.yf, &h.mean, &h.rstd, "yf", "meanf",
-                     "rstdf");
-  const BufferId table = gather_table(st, w.table, mb, Phase::kForward);
-  h.logits = st.allocate("logits", -1, mb, d.n * d.vocab, d.dtype);
-  st.linear_fwd(Phase::kForward, -1, mb, h.yf, table, h.logits, d.n, d.vocab, d.hidden);
-  st.release(table);
-  tp2d_collective(st, CollectiveOp::kAllReduce, ops.norm_group, -1, h.logits, h.logits,
-                  d.n * d.vocab * dtype_bytes(d.dtype), Phase::kForward, -1, mb, d.dtype);
-  const std::array<int64_t, 6> xd = {d.n, d.vocab, 0, tokens_per_iteration(st)};
-  const BufferId loss = cross_entropy_fwd(st, mb, xd, h, false);
+// The micro-batch's loss summed over the other q^2 - 1 batch blocks: over A, then B.
+void reduce_loss(StepState& st, BufferId loss, int mb) {
   for (int axis : {kTp3dAxisA, kTp3dAxisB})
     tp2d_collective(st, CollectiveOp::kAllReduce, tp3d_group(st, axis), -1, loss, loss, 4, Phase::kForward, -1, mb,
                     DType::kFp32);
-  st.kernel(Kernel::kAccumulate, Phase::kForward, -1, mb, {1}, {loss}, {st.loss()}, 0, DType::kFp32);
-  st.release(loss);
-  st.keep_head(chunk, mb, h);
+}
+
+GridEndOps tp3d_end_ops(const StepState& st) {
+  GridEndOps e;
+  e.norm_group = tp3d_group(st, kTp3dAxisC);
+  e.norm_parts = st.dims.tp3d_q;
+  e.gather_table = gather_table;
+  e.reduce_table_grad = reduce_table_grad;
+  e.reduce_loss = reduce_loss;
+  return e;
+}
+
+}  // namespace
+
+BufferId tp3d_embedding_forward(StepState& st, int unit, int chunk, int mb) {
+  return grid_embedding_forward(st, tp3d_end_ops(st), unit, chunk, mb);
+}
+
+void tp3d_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx) {
+  grid_embedding_backward(st, tp3d_end_ops(st), unit, chunk, mb, dx);
+}
+
+void tp3d_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x) {
+  grid_head_forward(st, tp3d_end_ops(st), unit, chunk, mb, x);
 }
 
 BufferId tp3d_head_backward(StepState& st, int unit, int chunk, int mb) {
-  const StepDims& d = st.dims;
-  const UnitViews& w = st.params(unit);
-  const UnitViews& g = st.grads(unit);
-  HeadActs h = st.take_head(chunk, mb);
-  const std::array<int64_t, 6> xd = {d.n, d.vocab, 0, tokens_per_iteration(st)};
-  const BufferId dlogits = cross_entropy_bwd(st, mb, xd, h);
-  const BufferId table = gather_table(st, w.table, mb, Phase::kBackward);
-  const BufferId dyf = st.allocate("dyf", -1, mb, d.n * d.hidden, d.dtype);
-  st.linear_dgrad(-1, mb, dlogits, table, dyf, d.n, d.vocab, d.hidden);
-  st.release(table);
-  const BufferId full = st.allocate("table_grad", -1, mb, d.vocab * d.hidden, st.program.buffer_at(g.table).dtype,
-                                    BufferRole::kComm);
-  st.kernel(Kernel::kGemm, Phase::kBackward, -1, mb, {d.vocab, d.hidden, d.n}, {dlogits, h.yf}, {full}, kTransA,
-            d.gemm_dtype(-1, true));
-  st.release(dlogits);
-  reduce_table_grad(st, full, g.table, mb);
-  const BufferId dx =
-      split_norm_backward(st, tp3d_layer_ops(st), -1, mb, dyf, h.x, w.ln1_w, h.mean, h.rstd, g.ln1_w, g.ln1_b);
-  for (BufferId id : {dyf, h.x, h.yf, h.mean, h.rstd}) st.release(id);
-  return dx;
+  return grid_head_backward(st, tp3d_end_ops(st), unit, chunk, mb);
 }
 
 void tp3d_reduce_replicated_grads(StepState& st, int k) {
