@@ -2,7 +2,6 @@
 // final norm + output head + vocabulary-parallel cross-entropy on the last (Megatron-LM: the loss
 // needs three all-reduces over the tensor group: row max, sum of exponentials, target logit).
 #include "shared/step_state.h"
-#include "shared/tp2d.h"
 #include "shared/tp3d.h"
 
 namespace tandem {
@@ -80,8 +79,7 @@ BufferId cross_entropy_bwd(StepState& st, int mb, const std::array<int64_t, 6>& 
 }
 
 BufferId emit_embedding_forward(StepState& st, int unit, int chunk, int mb) {
-  if (tp2d(st)) return tp2d_embedding_forward(st, unit, chunk, mb);
-  if (tp3d(st)) return tp3d_embedding_forward(st, unit, chunk, mb);
+  if (grid_tp(st)) return grid_embedding_forward(st, grid_end_ops(st), unit, chunk, mb);
   const StepDims& d = st.dims;
   auto [tokens, targets] = load_batch(st, mb);
   // With a single pipeline stage the head on this rank uses these targets; otherwise the last
@@ -96,8 +94,7 @@ BufferId emit_embedding_forward(StepState& st, int unit, int chunk, int mb) {
 }
 
 void emit_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx) {
-  if (tp2d(st)) return tp2d_embedding_backward(st, unit, chunk, mb, dx);
-  if (tp3d(st)) return tp3d_embedding_backward(st, unit, chunk, mb, dx);
+  if (grid_tp(st)) return grid_embedding_backward(st, grid_end_ops(st), unit, chunk, mb, dx);
   const StepDims& d = st.dims;
   BufferId tokens = st.take_tokens(chunk, mb);
   BufferId D = d.seq_parallel ? st.gather_seq(dx, -1, mb, Phase::kBackward, "dx_embed_full") : dx;
@@ -109,8 +106,7 @@ void emit_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferI
 }
 
 void emit_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x) {
-  if (tp2d(st)) return tp2d_head_forward(st, unit, chunk, mb, x);
-  if (tp3d(st)) return tp3d_head_forward(st, unit, chunk, mb, x);
+  if (grid_tp(st)) return grid_head_forward(st, grid_end_ops(st), unit, chunk, mb, x);
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
   HeadActs h = head_acts(st, mb, x);
@@ -130,8 +126,7 @@ void emit_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x) {
 }
 
 BufferId emit_head_backward(StepState& st, int unit, int chunk, int mb) {
-  if (tp2d(st)) return tp2d_head_backward(st, unit, chunk, mb);
-  if (tp3d(st)) return tp3d_head_backward(st, unit, chunk, mb);
+  if (grid_tp(st)) return grid_head_backward(st, grid_end_ops(st), unit, chunk, mb);
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
   const UnitViews& g = st.grads(unit);

@@ -12,7 +12,6 @@
 // recompute keeps x alone and re-runs the whole forward first (Phase::kRecompute).
 #include "shared/ring_attention.h"
 #include "shared/step_state.h"
-#include "shared/tp2d.h"
 #include "shared/tp3d.h"
 #include "shared/ulysses.h"
 
@@ -160,8 +159,7 @@ BufferId row_parallel_backward(StepState& st, int l, int mb, BufferId dy, Buffer
 }  // namespace
 
 void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferId* out) {
-  if (tp2d(st)) return tp2d_layer_forward(st, unit, a, ph, out);
-  if (tp3d(st)) return tp3d_layer_forward(st, unit, a, ph, out);
+  if (grid_tp(st)) return grid_layer_forward(st, grid_layer_ops(st), unit, a, ph, out);
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
   const int l = a.layer, mb = a.mb;
@@ -201,8 +199,7 @@ void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferI
 }
 
 BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dout) {
-  if (tp2d(st)) return tp2d_layer_backward(st, unit, a, dout);
-  if (tp3d(st)) return tp3d_layer_backward(st, unit, a, dout);
+  if (grid_tp(st)) return grid_layer_backward(st, grid_layer_ops(st), unit, a, dout);
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
   const UnitViews& g = st.grads(unit);

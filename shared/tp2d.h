@@ -70,14 +70,8 @@ void split_norm_forward(StepState& st, const GridLayerOps& ops, Phase ph, int la
                         const char* mean_name, const char* rstd_name);
 BufferId split_norm_backward(StepState& st, const GridLayerOps& ops, int layer, int mb, BufferId dy, BufferId x,
                              BufferId w, BufferId mean, BufferId rstd, BufferId dw, BufferId db);
-void tp2d_layer_forward(StepState& st, int unit, LayerActs& a, Phase phase, BufferId* out);
-BufferId tp2d_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dout);
-// Layer norm of feature blocks [n, hidden/q] (statistics over the row group).
-void tp2d_norm_forward(StepState& st, Phase ph, int layer, int mb, BufferId x, BufferId w, BufferId b, BufferId* y,
-                       BufferId* mean, BufferId* rstd, const char* y_name, const char* mean_name,
-                       const char* rstd_name);
-BufferId tp2d_norm_backward(StepState& st, int layer, int mb, BufferId dy, BufferId x, BufferId w, BufferId mean,
-                            BufferId rstd, BufferId dw, BufferId db);
+// SUMMA's ops, the norms over the row group.
+GridLayerOps tp2d_layer_ops(const StepState& st);
 
 // tp2d_embedding_head.cc
 // The two ends on a grid, shared by 2D and 3D: what differs is how the table is gathered and its
@@ -101,10 +95,8 @@ BufferId grid_embedding_forward(StepState& st, const GridEndOps& e, int unit, in
 void grid_embedding_backward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb, BufferId dx);
 void grid_head_forward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb, BufferId x);
 BufferId grid_head_backward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb);
-BufferId tp2d_embedding_forward(StepState& st, int unit, int chunk, int mb);
-void tp2d_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx);
-void tp2d_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x);
-BufferId tp2d_head_backward(StepState& st, int unit, int chunk, int mb);
+// The 2D table blocks, the norm and logits over the row group, the loss over the column (and depth) group.
+GridEndOps tp2d_end_ops(const StepState& st);
 // All-reduce over the column group of the gradients of the norms of bucket k's units; under 2.5D
 // first the whole bucket's gradient over the depth group.
 void tp2d_reduce_replicated_grads(StepState& st, int k);

@@ -50,6 +50,8 @@ void reduce_loss(StepState& st, BufferId loss, int mb) {
                     Phase::kForward, -1, mb, DType::kFp32, Stream::kGradComm);
 }
 
+}  // namespace
+
 GridEndOps tp2d_end_ops(const StepState& st) {
   GridEndOps e;
   e.norm_group = tp2d_row_group(st);
@@ -59,8 +61,6 @@ GridEndOps tp2d_end_ops(const StepState& st) {
   e.reduce_loss = reduce_loss;
   return e;
 }
-
-}  // namespace
 
 BufferId grid_embedding_forward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb) {
   const StepDims& d = st.dims;
@@ -131,22 +131,6 @@ BufferId grid_head_backward(StepState& st, const GridEndOps& e, int unit, int ch
                                           g.ln1_b);
   for (BufferId id : {dyf, h.x, h.yf, h.mean, h.rstd}) st.release(id);
   return dx;
-}
-
-BufferId tp2d_embedding_forward(StepState& st, int unit, int chunk, int mb) {
-  return grid_embedding_forward(st, tp2d_end_ops(st), unit, chunk, mb);
-}
-
-void tp2d_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx) {
-  grid_embedding_backward(st, tp2d_end_ops(st), unit, chunk, mb, dx);
-}
-
-void tp2d_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x) {
-  grid_head_forward(st, tp2d_end_ops(st), unit, chunk, mb, x);
-}
-
-BufferId tp2d_head_backward(StepState& st, int unit, int chunk, int mb) {
-  return grid_head_backward(st, tp2d_end_ops(st), unit, chunk, mb);
 }
 
 void tp2d_reduce_replicated_grads(StepState& st, int k) {

@@ -135,8 +135,6 @@ BufferId grid_layer_backward(StepState& st, const GridLayerOps& ops, int unit, L
   return dx;
 }
 
-namespace {
-
 GridLayerOps tp2d_layer_ops(const StepState& st) {
   GridLayerOps ops;
   ops.norm_group = tp2d_row_group(st);
@@ -148,27 +146,6 @@ GridLayerOps tp2d_layer_ops(const StepState& st) {
     return summa_backward(s, l, mb, dy, x, w, dw, rows, out, in, dx_name);
   };
   return ops;
-}
-
-}  // namespace
-
-void tp2d_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferId* out) {
-  grid_layer_forward(st, tp2d_layer_ops(st), unit, a, ph, out);
-}
-
-BufferId tp2d_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dout) {
-  return grid_layer_backward(st, tp2d_layer_ops(st), unit, a, dout);
-}
-
-void tp2d_norm_forward(StepState& st, Phase ph, int l, int mb, BufferId x, BufferId w, BufferId b, BufferId* y,
-                       BufferId* mean, BufferId* rstd, const char* y_name, const char* mean_name,
-                       const char* rstd_name) {
-  split_norm_forward(st, tp2d_layer_ops(st), ph, l, mb, x, w, b, y, mean, rstd, y_name, mean_name, rstd_name);
-}
-
-BufferId tp2d_norm_backward(StepState& st, int l, int mb, BufferId dy, BufferId x, BufferId w, BufferId mean,
-                            BufferId rstd, BufferId dw, BufferId db) {
-  return split_norm_backward(st, tp2d_layer_ops(st), l, mb, dy, x, w, mean, rstd, dw, db);
 }
 
 }  // namespace tandem

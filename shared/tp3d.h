@@ -29,17 +29,18 @@ inline bool tp3d(const StepState& st) { return st.dims.tp3d_q > 1; }
 // This rank's group along axis 1 (A), 2 (B) or 3 (C).
 GroupId tp3d_group(const StepState& st, int axis);
 
-// tp3d_linear.cc: the layer body's ops (grid_layer_*) under 3D, and the layer.
+// tp3d_linear.cc: the layer body's ops (grid_layer_*) under 3D.
 GridLayerOps tp3d_layer_ops(const StepState& st);
-void tp3d_layer_forward(StepState& st, int unit, LayerActs& a, Phase phase, BufferId* out);
-BufferId tp3d_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dout);
 
-// tp3d_embedding_head.cc (the grid_* ends of shared/tp2d.h with the 3D table and loss reductions)
-BufferId tp3d_embedding_forward(StepState& st, int unit, int chunk, int mb);
-void tp3d_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx);
-void tp3d_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x);
-BufferId tp3d_head_backward(StepState& st, int unit, int chunk, int mb);
+// tp3d_embedding_head.cc: the grid_* ends' ops (the 3D table and loss reductions).
+GridEndOps tp3d_end_ops(const StepState& st);
 // All-reduce over A and B of the gradients of the norms of bucket k's units.
 void tp3d_reduce_replicated_grads(StepState& st, int k);
+
+// grid_ops.cc: whether the rank's program runs on a grid of blocks (2D, 2.5D or 3D), and that
+// grid's ops for the layer body and the two ends (shared/tp2d.h).
+inline bool grid_tp(const StepState& st) { return tp2d(st) || tp3d(st); }
+GridLayerOps grid_layer_ops(const StepState& st);
+GridEndOps grid_end_ops(const StepState& st);
 
 }  // namespace tandem

@@ -52,6 +52,8 @@ void reduce_loss(StepState& st, BufferId loss, int mb) {
                     DType::kFp32);
 }
 
+}  // namespace
+
 GridEndOps tp3d_end_ops(const StepState& st) {
   GridEndOps e;
   e.norm_group = tp3d_group(st, kTp3dAxisC);
@@ -60,24 +62,6 @@ GridEndOps tp3d_end_ops(const StepState& st) {
   e.reduce_table_grad = reduce_table_grad;
   e.reduce_loss = reduce_loss;
   return e;
-}
-
-}  // namespace
-
-BufferId tp3d_embedding_forward(StepState& st, int unit, int chunk, int mb) {
-  return grid_embedding_forward(st, tp3d_end_ops(st), unit, chunk, mb);
-}
-
-void tp3d_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx) {
-  grid_embedding_backward(st, tp3d_end_ops(st), unit, chunk, mb, dx);
-}
-
-void tp3d_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x) {
-  grid_head_forward(st, tp3d_end_ops(st), unit, chunk, mb, x);
-}
-
-BufferId tp3d_head_backward(StepState& st, int unit, int chunk, int mb) {
-  return grid_head_backward(st, tp3d_end_ops(st), unit, chunk, mb);
 }
 
 void tp3d_reduce_replicated_grads(StepState& st, int k) {

@@ -127,12 +127,4 @@ GridLayerOps tp3d_layer_ops(const StepState& st) {
   return ops;
 }
 
-void tp3d_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferId* out) {
-  grid_layer_forward(st, tp3d_layer_ops(st), unit, a, ph, out);
-}
-
-BufferId tp3d_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dout) {
-  return grid_layer_backward(st, tp3d_layer_ops(st), unit, a, dout);
-}
-
 }  // namespace tandem

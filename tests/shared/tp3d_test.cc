@@ -6,7 +6,7 @@
 
 #include <map>
 
-#include "schedule_test_util.h"
+#include "grid_test_util.h"
 #include "shared/error.h"
 #include "shared/param_layout.h"
 #include "shared/schedule.h"
@@ -15,10 +15,9 @@
 namespace tandem {
 namespace {
 
-std::vector<std::string> with(std::vector<std::string> sets, const std::vector<std::string>& more) {
-  sets.insert(sets.end(), more.begin(), more.end());
-  return sets;
-}
+using testing::layer_traffic;
+using testing::rejection;
+using testing::with;
 
 // q = 2: 8 ranks, each micro-batch of 4 split into q^2 = 4 batch blocks of one sample.
 const std::vector<std::string> kQ2 = {"cluster.gpus=8", "strategy.tp=8", "strategy.tp_mode=3d",
@@ -48,16 +47,6 @@ TEST(Tp3dGroups, EveryDataParallelReplicaHasItsOwnCube) {
   EXPECT_EQ(s.group(s.group_of(13, GroupKind::kTp, 1)).ranks, (std::vector<int>{12, 13}));
   EXPECT_EQ(s.group(s.group_of(13, GroupKind::kTp, 2)).ranks, (std::vector<int>{13, 15}));
   EXPECT_EQ(s.group(s.group_of(13, GroupKind::kTp, 3)).ranks, (std::vector<int>{9, 13}));
-}
-
-std::string rejection(const std::vector<std::string>& sets) {
-  try {
-    Schedule s(testing::tiny(sets));
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << e.what();
-    return e.what();
-  }
-  return "";
 }
 
 void expect_names(const std::string& m, const char* field, const char* rule) {
@@ -111,15 +100,6 @@ const Case kCases[] = {
 INSTANTIATE_TEST_SUITE_P(Generators, Tp3dValidity, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
-// Bytes of layer 0, micro-batch 0 that `rank` takes part in, by phase and collective.
-std::map<std::pair<Phase, CollectiveOp>, int64_t> layer_traffic(const Schedule& s, int rank) {
-  std::map<std::pair<Phase, CollectiveOp>, int64_t> bytes;
-  for (const Task& t : s.program(rank).tasks)
-    if (const auto* c = std::get_if<Collective>(&t.op))
-      if (c->layer == 0 && c->microbatch == 0) bytes[{c->phase, c->op}] += c->bytes;
-  return bytes;
-}
-
 TEST(Tp3dTraffic, ALayerMovesWhatTheCubeAlgorithmDerives) {
   // One linear Y = X W^T, X [b s, h_in], W [h_out, h_in], on a q x q x q cube (Bian et al. 2021,
   // section 3; Colossal-AI _Linear3D): a rank holds X's block [b s / q^2, h_in / q] and W's
@@ -162,23 +142,7 @@ TEST(Tp3dMemory, ALayersKeptActivationsShrinkByTheWholeCube) {
   //   tp 1:  16 * 4*32*64 + 4*4*32*32 + 4*4*32 + 4*4*32 = 131072 + 16384 + 512 + 512 = 148480;
   //   3D q 2: 16 * 1*32*32 + 1*2*32*32 + 1*2*32 + 4*1*32 = 16384 + 2048 + 64 + 128 = 18624,
   // q^3 = 8 times less but for the per-row statistics (divided by the batch split q^2 alone).
-  auto kept = [](const Schedule& s) {
-    int64_t bytes = 0;
-    const Program p = s.program(0);
-    std::map<BufferId, bool> live;
-    for (const Task& t : p.tasks) {
-      if (const auto* a = std::get_if<Alloc>(&t.op)) {
-        const Buffer& b = p.buffers[a->buffer];
-        if (b.role == BufferRole::kActivation && b.name.rfind("L0.m0.", 0) == 0) live[a->buffer] = true;
-      } else if (const auto* f = std::get_if<Free>(&t.op)) {
-        live.erase(f->buffer);
-      } else if (const auto* c = std::get_if<Compute>(&t.op)) {
-        if (c->layer == 1 && c->microbatch == 0) break;  // layer 0's forward is over
-      }
-    }
-    for (const auto& [id, on] : live) bytes += p.buffers[id].bytes;
-    return bytes;
-  };
+  auto kept = [](const Schedule& s) { return testing::layer0_kept_bytes(s); };
   EXPECT_EQ(kept(Schedule(testing::tiny({"strategy.micro_batch=4"}))), 148480 * 4);
   EXPECT_EQ(kept(Schedule(testing::tiny(kQ2))), 18624 * 4);
 }
