@@ -38,9 +38,9 @@ inline bool tp2d(const StepState& st) { return st.dims.tp2d_q > 1; }
 // The row and column groups of this rank.
 GroupId tp2d_row_group(const StepState& st);
 GroupId tp2d_column_group(const StepState& st);
-// A collective over a 2D group (on the tensor stream unless told); root is the index within the
-// group. The depth groups of 2.5D go on the gradient stream (their weight-gradient all-reduces
-// overlap the backward), and a group's collectives all on one stream.
+// A collective over a 2D group or a 3D axis group (on the tensor stream unless told); root is
+// the index within the group. The depth groups of 2.5D go on the gradient stream (their
+// weight-gradient all-reduces overlap the backward), and a group's collectives all on one stream.
 void tp2d_collective(StepState& st, CollectiveOp op, GroupId group, int root, BufferId in, BufferId out,
                      int64_t bytes, Phase ph, int layer, int mb, DType dtype, Stream stream = Stream::kComm);
 
