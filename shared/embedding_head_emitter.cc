@@ -2,17 +2,18 @@
 // final norm + output head + vocabulary-parallel cross-entropy on the last (Megatron-LM: the loss
 // needs three all-reduces over the tensor group: row max, sum of exponentials, target logit).
 #include "shared/step_state.h"
-#include "shared/tp2d.h"
+#include "shared/tp3d.h"
 
 namespace tandem {
 
 // Tokens and targets of one micro-batch (the samples a data-parallel rank takes, in order; under
-// 2D tensor parallelism the rank's batch block i of them, under 2.5D block k*q + i).
+// 2D tensor parallelism the rank's batch block i of them, under 2.5D block k*q + i, under 3D b*q + a).
 std::pair<BufferId, BufferId> load_batch(StepState& st, int mb) {
   const StepDims& d = st.dims;
   BufferId tokens = st.allocate("tokens", -1, mb, d.n, DType::kInt32);
   BufferId targets = st.allocate("targets", -1, mb, d.n, DType::kInt32);
-  const int64_t blocks = int64_t(d.tp2d_q) * d.tp2d_d, block = int64_t(d.tp2d_k) * d.tp2d_q + d.tp2d_i;
+  int64_t blocks = int64_t(d.tp2d_q) * d.tp2d_d, block = int64_t(d.tp2d_k) * d.tp2d_q + d.tp2d_i;
+  if (d.tp3d_q > 1) blocks = int64_t(d.tp3d_q) * d.tp3d_q, block = int64_t(d.tp3d_b) * d.tp3d_q + d.tp3d_a;
   const int64_t sample0 = ((int64_t(st.coord.dp) * st.micro_batches + mb) * blocks + block) * d.batch;
   st.kernel(Kernel::kData, Phase::kForward, -1, mb, {sample0, d.batch, d.seq, d.seq_chunks, d.seq_chunk}, {},
             {tokens, targets}, d.zigzag ? kZigZag : 0, DType::kInt32);
@@ -34,8 +35,51 @@ std::array<int64_t, 6> xent_dims(const StepState& st) {
 
 }  // namespace
 
+HeadActs head_acts(StepState& st, int mb, BufferId x) {
+  HeadActs h;
+  h.x = x;
+  h.targets = st.take_targets(mb);
+  if (h.targets == kNoId) {
+    auto [tokens, targets] = load_batch(st, mb);
+    st.release(tokens);
+    h.targets = targets;
+  }
+  return h;
+}
+
+BufferId cross_entropy_fwd(StepState& st, int mb, const std::array<int64_t, 6>& xd, HeadActs& h, bool vocab_parallel) {
+  const StepDims& d = st.dims;
+  const int64_t row_bytes = d.n * 4;
+  auto reduce = [&](BufferId b, ReduceOp op) {
+    if (vocab_parallel) st.tp_collective(CollectiveOp::kAllReduce, b, b, row_bytes, Phase::kForward, -1, mb, op);
+  };
+  h.max = st.allocate("xent_max", -1, mb, d.n, DType::kFp32);
+  st.kernel(Kernel::kCrossEntropyMax, Phase::kForward, -1, mb, xd, {h.logits}, {h.max}, 0, d.dtype);
+  reduce(h.max, ReduceOp::kMax);
+  h.sum = st.allocate("xent_sum", -1, mb, d.n, DType::kFp32);
+  st.kernel(Kernel::kCrossEntropySumExp, Phase::kForward, -1, mb, xd, {h.logits, h.max}, {h.sum}, 0, d.dtype);
+  reduce(h.sum, ReduceOp::kSum);
+  const BufferId target = st.allocate("xent_target", -1, mb, d.n, DType::kFp32);
+  st.kernel(Kernel::kCrossEntropyTarget, Phase::kForward, -1, mb, xd, {h.logits, h.targets}, {target}, 0, d.dtype);
+  reduce(target, ReduceOp::kSum);
+  const BufferId loss =
+      vocab_parallel ? st.loss() : st.allocate("xent_loss", -1, mb, 1, DType::kFp32, BufferRole::kComm);
+  st.kernel(Kernel::kCrossEntropyLoss, Phase::kForward, -1, mb, xd, {h.max, h.sum, target}, {loss}, 0, DType::kFp32);
+  st.release(target);
+  return vocab_parallel ? kNoId : loss;
+}
+
+BufferId cross_entropy_bwd(StepState& st, int mb, const std::array<int64_t, 6>& xd, const HeadActs& h) {
+  const StepDims& d = st.dims;
+  const BufferId dlogits = st.allocate("dlogits", -1, mb, d.n * d.vocab, d.dtype);
+  st.kernel(Kernel::kCrossEntropyBwd, Phase::kBackward, -1, mb, xd, {h.logits, h.targets, h.max, h.sum}, {dlogits}, 0,
+            d.dtype);
+  for (BufferId id : {h.logits, h.targets, h.max, h.sum, h.logits_fp32}) st.release(id);
+  return dlogits;
+}
+
 BufferId emit_embedding_forward(StepState& st, int unit, int chunk, int mb) {
-  if (tp2d(st)) return tp2d_embedding_forward(st, unit, chunk, mb);
+  if (grid_tp(st)) return grid_embedding_forward(st, grid_end_ops(st), unit, chunk, mb);
   const StepDims& d = st.dims;
   auto [tokens, targets] = load_batch(st, mb);
   // With a single pipeline stage the head on this rank uses these targets; otherwise the last
@@ -50,7 +94,7 @@ BufferId emit_embedding_forward(StepState& st, int unit, int chunk, int mb) {
 }
 
 void emit_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx) {
-  if (tp2d(st)) return tp2d_embedding_backward(st, unit, chunk, mb, dx);
+  if (grid_tp(st)) return grid_embedding_backward(st, grid_end_ops(st), unit, chunk, mb, dx);
   const StepDims& d = st.dims;
   BufferId tokens = st.take_tokens(chunk, mb);
   BufferId D = d.seq_parallel ? st.gather_seq(dx, -1, mb, Phase::kBackward, "dx_embed_full") : dx;
@@ -62,17 +106,10 @@ void emit_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferI
 }
 
 void emit_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x) {
-  if (tp2d(st)) return tp2d_head_forward(st, unit, chunk, mb, x);
+  if (grid_tp(st)) return grid_head_forward(st, grid_end_ops(st), unit, chunk, mb, x);
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
-  HeadActs h;
-  h.x = x;
-  h.targets = st.take_targets(mb);
-  if (h.targets == kNoId) {
-    auto [tokens, targets] = load_batch(st, mb);
-    st.release(tokens);
-    h.targets = targets;
-  }
+  HeadActs h = head_acts(st, mb, x);
   st.norm_forward(Phase::kForward, -1, mb, x, w.ln1_w, w.ln1_b, &h.yf, &h.mean, &h.rstd, "yf", "meanf", "rstdf");
   BufferId Y = d.seq_parallel ? st.gather_seq(h.yf, -1, mb, Phase::kForward, "yf_full") : h.yf;
   h.logits = st.allocate("logits", -1, mb, d.n * d.vocab, d.dtype);
@@ -84,33 +121,18 @@ void emit_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x) {
   // Only its memory is a buffer here; the passes over it are in the kernels' bytes (dims[4]).
   if (st.scenario.software.cross_entropy_fp32)
     h.logits_fp32 = st.allocate("logits_fp32", -1, mb, d.n * d.vocab, DType::kFp32, BufferRole::kWorkspace);
-  const int64_t row_bytes = d.n * 4;
-  h.max = st.allocate("xent_max", -1, mb, d.n, DType::kFp32);
-  st.kernel(Kernel::kCrossEntropyMax, Phase::kForward, -1, mb, xd, {h.logits}, {h.max}, 0, d.dtype);
-  st.tp_collective(CollectiveOp::kAllReduce, h.max, h.max, row_bytes, Phase::kForward, -1, mb, ReduceOp::kMax);
-  h.sum = st.allocate("xent_sum", -1, mb, d.n, DType::kFp32);
-  st.kernel(Kernel::kCrossEntropySumExp, Phase::kForward, -1, mb, xd, {h.logits, h.max}, {h.sum}, 0, d.dtype);
-  st.tp_collective(CollectiveOp::kAllReduce, h.sum, h.sum, row_bytes, Phase::kForward, -1, mb);
-  BufferId target = st.allocate("xent_target", -1, mb, d.n, DType::kFp32);
-  st.kernel(Kernel::kCrossEntropyTarget, Phase::kForward, -1, mb, xd, {h.logits, h.targets}, {target}, 0, d.dtype);
-  st.tp_collective(CollectiveOp::kAllReduce, target, target, row_bytes, Phase::kForward, -1, mb);
-  st.kernel(Kernel::kCrossEntropyLoss, Phase::kForward, -1, mb, xd, {h.max, h.sum, target}, {st.loss()}, 0,
-            DType::kFp32);
-  st.release(target);
+  cross_entropy_fwd(st, mb, xd, h, true);
   st.keep_head(chunk, mb, h);
 }
 
 BufferId emit_head_backward(StepState& st, int unit, int chunk, int mb) {
-  if (tp2d(st)) return tp2d_head_backward(st, unit, chunk, mb);
+  if (grid_tp(st)) return grid_head_backward(st, grid_end_ops(st), unit, chunk, mb);
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
   const UnitViews& g = st.grads(unit);
   HeadActs h = st.take_head(chunk, mb);
   const std::array<int64_t, 6> xd = xent_dims(st);
-  BufferId dlogits = st.allocate("dlogits", -1, mb, d.n * d.vocab, d.dtype);
-  st.kernel(Kernel::kCrossEntropyBwd, Phase::kBackward, -1, mb, xd, {h.logits, h.targets, h.max, h.sum}, {dlogits}, 0,
-            d.dtype);
-  for (BufferId id : {h.logits, h.targets, h.max, h.sum, h.logits_fp32}) st.release(id);
+  const BufferId dlogits = cross_entropy_bwd(st, mb, xd, h);
   BufferId dy = st.column_parallel_backward(-1, mb, dlogits, h.yf, w.table, g.table, d.vocab, "yf_full", "dyf",
                                             "dyf_shard");
   st.release(dlogits);

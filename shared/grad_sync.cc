@@ -25,6 +25,7 @@
 #include "shared/sequence_split.h"
 #include "shared/step_state.h"
 #include "shared/tp2d.h"
+#include "shared/tp3d.h"
 
 namespace tandem {
 namespace {
@@ -238,6 +239,7 @@ void sync_bucket(StepState& st, int k, int mb) {
                          Phase::kBackward, st.layout.units[u].layer, -1, ReduceOp::kSum, gt);
   // 2D tensor parallelism: the norms' feature block is held alike down each column group.
   if (tp2d(st)) tp2d_reduce_replicated_grads(st, k);
+  if (tp3d(st)) tp3d_reduce_replicated_grads(st, k);
   // Tied embeddings across pipeline stages: the first stage's table and the last stage's copy
   // must see the same gradient.
   const GroupId emb = st.groups.embedding(st.coord);

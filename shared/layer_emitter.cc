@@ -12,7 +12,7 @@
 // recompute keeps x alone and re-runs the whole forward first (Phase::kRecompute).
 #include "shared/ring_attention.h"
 #include "shared/step_state.h"
-#include "shared/tp2d.h"
+#include "shared/tp3d.h"
 #include "shared/ulysses.h"
 
 namespace tandem {
@@ -69,6 +69,36 @@ BufferId residual(StepState& st, Phase ph, int l, int mb, BufferId branch, Buffe
   st.kernel(Kernel::kAdd, ph, l, mb, {n}, {res, in}, {out}, add_flags, d.dtype);
   st.release(in);
   return out;
+}
+
+void activation_fwd(StepState& st, Phase ph, LayerActs& a) {
+  const StepDims& d = st.dims;
+  a.a1 = st.allocate("a1", a.layer, a.mb, d.n * d.ffn, d.dtype);
+  if (st.scenario.model.activation == Activation::kSwiglu)
+    st.kernel(Kernel::kSwiglu, ph, a.layer, a.mb, {d.n, d.ffn}, {a.h1}, {a.a1}, 0, d.dtype);
+  else
+    st.kernel(Kernel::kGelu, ph, a.layer, a.mb, {d.n * d.ffn}, {a.h1}, {a.a1}, 0, d.dtype);
+}
+
+BufferId activation_bwd(StepState& st, LayerActs& a, BufferId da1) {
+  const StepDims& d = st.dims;
+  const int l = a.layer, mb = a.mb;
+  const BufferId dh1 = st.allocate("dh1", l, mb, d.n * d.ffn_in, d.dtype);
+  if (st.scenario.model.activation == Activation::kSwiglu)
+    st.kernel(Kernel::kSwigluBwd, Phase::kBackward, l, mb, {d.n, d.ffn}, {a.h1, da1}, {dh1}, 0, d.dtype);
+  else
+    st.kernel(Kernel::kGeluBwd, Phase::kBackward, l, mb, {d.n * d.ffn}, {a.h1, da1}, {dh1}, 0, d.dtype);
+  st.release(da1);
+  st.release(a.h1);
+  return dh1;
+}
+
+BufferId dropout_bwd(StepState& st, int l, int mb, BufferId dy, BufferId* mask, int64_t n, const char* name) {
+  if (!st.dims.dropout) return dy;
+  const BufferId dx = st.allocate(name, l, mb, n, st.dims.dtype);
+  st.kernel(Kernel::kDropoutBwd, Phase::kBackward, l, mb, {n}, {dy, *mask}, {dx}, 0, st.dims.dtype);
+  st.release(*mask);
+  return dx;
 }
 
 namespace {
@@ -129,7 +159,7 @@ BufferId row_parallel_backward(StepState& st, int l, int mb, BufferId dy, Buffer
 }  // namespace
 
 void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferId* out) {
-  if (tp2d(st)) return tp2d_layer_forward(st, unit, a, ph, out);
+  if (grid_tp(st)) return grid_layer_forward(st, grid_layer_ops(st), unit, a, ph, out);
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
   const int l = a.layer, mb = a.mb;
@@ -152,11 +182,7 @@ void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferI
   // MLP block.
   st.norm_forward(ph, l, mb, a.x2, w.ln2_w, w.ln2_b, &a.y2, &a.mean2, &a.rstd2, "y2", "mean2", "rstd2");
   column_parallel_fwd(st, ph, l, mb, a.y2, w.fc1, "y2_full", d.ffn_in, &a.h1, "h1");
-  a.a1 = st.allocate("a1", l, mb, d.n * d.ffn, d.dtype);
-  if (st.scenario.model.activation == Activation::kSwiglu)
-    st.kernel(Kernel::kSwiglu, ph, l, mb, {d.n, d.ffn}, {a.h1}, {a.a1}, 0, d.dtype);
-  else
-    st.kernel(Kernel::kGelu, ph, l, mb, {d.n * d.ffn}, {a.h1}, {a.a1}, 0, d.dtype);
+  activation_fwd(st, ph, a);
   BufferId h2 = row_parallel_fwd(st, ph, l, mb, a.a1, w.fc2, d.ffn, "h2", "h2_shard");
   BufferId x3 = residual(st, ph, l, mb, h2, a.x2, &a.hmask, "mlp_out_mask", recompute ? "x3_discard" : "x3");
   if (recompute) st.release(x3);
@@ -173,7 +199,7 @@ void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferI
 }
 
 BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dout) {
-  if (tp2d(st)) return tp2d_layer_backward(st, unit, a, dout);
+  if (grid_tp(st)) return grid_layer_backward(st, grid_layer_ops(st), unit, a, dout);
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
   const UnitViews& g = st.grads(unit);
@@ -184,22 +210,11 @@ BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dou
   if (rc == Recompute::kFull) emit_layer_forward(st, unit, a, Phase::kRecompute, nullptr);
 
   // MLP block.
-  BufferId dh2 = dout;
-  if (d.dropout) {
-    dh2 = st.allocate("dh2", l, mb, nh, d.dtype);
-    st.kernel(Kernel::kDropoutBwd, Phase::kBackward, l, mb, {nh}, {dout, a.hmask}, {dh2}, 0, d.dtype);
-    st.release(a.hmask);
-  }
+  const BufferId dh2 = dropout_bwd(st, l, mb, dout, &a.hmask, nh, "dh2");
   BufferId da1 = row_parallel_backward(st, l, mb, dh2, a.a1, w.fc2, g.fc2, d.ffn, "dh2_full", "da1");
   if (dh2 != dout) st.release(dh2);
   st.release(a.a1);
-  BufferId dh1 = st.allocate("dh1", l, mb, d.n * d.ffn_in, d.dtype);
-  if (st.scenario.model.activation == Activation::kSwiglu)
-    st.kernel(Kernel::kSwigluBwd, Phase::kBackward, l, mb, {d.n, d.ffn}, {a.h1, da1}, {dh1}, 0, d.dtype);
-  else
-    st.kernel(Kernel::kGeluBwd, Phase::kBackward, l, mb, {d.n * d.ffn}, {a.h1, da1}, {dh1}, 0, d.dtype);
-  st.release(da1);
-  st.release(a.h1);
+  const BufferId dh1 = activation_bwd(st, a, da1);
   BufferId dy2 = st.column_parallel_backward(l, mb, dh1, a.y2, w.fc1, g.fc1, d.ffn_in, "y2_full", "dy2", "dy2_shard");
   st.release(dh1);
   BufferId dx2 = st.norm_backward(l, mb, dy2, a.x2, w.ln2_w, a.mean2, a.rstd2, g.ln2_w, g.ln2_b);
@@ -209,12 +224,7 @@ BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dou
   st.release(dout);
 
   // Attention block.
-  BufferId dob = dx2;
-  if (d.dropout) {
-    dob = st.allocate("do", l, mb, nh, d.dtype);
-    st.kernel(Kernel::kDropoutBwd, Phase::kBackward, l, mb, {nh}, {dx2, a.omask}, {dob}, 0, d.dtype);
-    st.release(a.omask);
-  }
+  const BufferId dob = dropout_bwd(st, l, mb, dx2, &a.omask, nh, "do");
   BufferId dctx = row_parallel_backward(st, l, mb, dob, d.ulysses ? a.ctx_seq : a.ctx, w.o, g.o, d.heads * d.head_dim,
                                         "do_full", "dctx");
   if (dob != dx2) st.release(dob);

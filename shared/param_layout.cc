@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "shared/tp2d_groups.h"
+#include "shared/tp3d_groups.h"
 
 namespace tandem {
 namespace {
@@ -28,21 +29,40 @@ void add(ParamUnit& u, std::string name, GlobalSlice s) {
 // replicates the norms; 2D (shared/tp2d_groups.h) gives rank (i, j) of the q x q grid out block j
 // and in block i of every weight, the feature block j of the norms, and vocabulary block i,
 // feature block j of the embedding and head tables.
+//
+// 3D (shared/tp3d_groups.h) gives rank (a, b, c) of the q x q x q cube, of a weight whose input
+// features are on axis C (qkv, fc1: input feature block c, output block a once gathered over B)
+// the rows [out/q^2] of block a*q + b and in block c; of one whose input is on axis A (o, fc2)
+// rows block c*q + b and in block a; the norms' feature block c; the table's vocabulary block
+// a*q + b (of q^2) and feature block c.
 struct Split {
   int tp = 1, ti = 0;  // 1D
   Tp2dCoord g;         // 2D when g.q > 1
+  Tp3dCoord t;         // 3D when t.q > 1
   bool two_d() const { return g.q > 1; }
+  bool three_d() const { return t.q > 1; }
   GlobalSlice weight(int64_t out, int64_t in) const {
     return {out, in, out / g.q * g.j, in / g.q * g.i, out / g.q, in / g.q};
   }
+  // 3D: output rows block `out_block` of q^2, input block `in_block` of q.
+  GlobalSlice cube(int64_t out, int64_t in, int out_block, int in_block) const {
+    const int64_t r = out / (int64_t(t.q) * t.q);
+    return {out, in, r * out_block, in / t.q * in_block, r, in / t.q};
+  }
   GlobalSlice column_parallel(int64_t out, int64_t in) const {
+    if (three_d()) return cube(out, in, t.a * t.q + t.b, t.c);
     return two_d() ? weight(out, in) : row_shard(out, in, tp, ti);
   }
   GlobalSlice row_parallel(int64_t out, int64_t in) const {
+    if (three_d()) return cube(out, in, t.c * t.q + t.b, t.a);
     return two_d() ? weight(out, in) : col_shard(out, in, tp, ti);
   }
-  GlobalSlice norm(int64_t h) const { return two_d() ? col_shard(1, h, g.q, g.j) : full(1, h); }
+  GlobalSlice norm(int64_t h) const {
+    if (three_d()) return col_shard(1, h, t.q, t.c);
+    return two_d() ? col_shard(1, h, g.q, g.j) : full(1, h);
+  }
   GlobalSlice table(int64_t vocab, int64_t h) const {
+    if (three_d()) return cube(vocab, h, t.a * t.q + t.b, t.c);
     if (!two_d()) return row_shard(vocab, h, tp, ti);
     return {vocab, h, vocab / g.q * g.i, h / g.q * g.j, vocab / g.q, h / g.q};
   }
@@ -95,6 +115,7 @@ ParamLayout make_param_layout(const Scenario& sc, int stage, int ti) {
   sp.tp = st.tp;
   sp.ti = ti;
   sp.g = tp2d_coord(sc, ti);
+  sp.t = tp3d_coord(sc, ti);
   const int per_chunk = m.layers / (p * v);
   ParamLayout lay;
   for (int c = 0; c < v; ++c) {

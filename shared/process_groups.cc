@@ -1,6 +1,7 @@
 #include "shared/process_groups.h"
 
 #include "shared/tp2d_groups.h"
+#include "shared/tp3d_groups.h"
 
 namespace tandem {
 namespace {
@@ -77,6 +78,7 @@ std::vector<ProcessGroup> make_process_groups(const Scenario& scenario, const Ra
         groups.back().axis = 1;
       }
   append_tp2d_groups(scenario, g, groups);
+  append_tp3d_groups(scenario, g, groups);
   return groups;
 }
 

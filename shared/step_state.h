@@ -40,6 +40,10 @@ struct StepDims {
   // feature block (/ q); vocab the whole vocabulary (the head's loss is not split, shared/tp2d.h).
   int tp2d_q = 1, tp2d_i = 0, tp2d_j = 0;
   int tp2d_d = 1, tp2d_k = 0;  // tp_mode 2.5d: depth and depth layer (the batch is split d*q ways)
+  // tp_mode 3d (shared/tp3d_groups.h): the cube side q (1 otherwise) and this rank's coordinates.
+  // n, batch are the rank's batch block (micro_batch / q^2 samples), hidden, heads, ffn the
+  // feature block (/ q), vocab the whole vocabulary, as under 2D.
+  int tp3d_q = 1, tp3d_a = 0, tp3d_b = 0, tp3d_c = 0;
 
   // The element type of a GEMM of `layer` (-1: embedding or head): under fp8 a layer's forward
   // GEMMs take e4m3 operands and its backward GEMMs an e5m2 gradient (the hybrid recipe); the
@@ -217,11 +221,28 @@ void attention_fwd(StepState& st, Phase ph, LayerActs& a, bool keep_probs);
 void release_core(StepState& st, LayerActs& a);
 BufferId residual(StepState& st, Phase ph, int l, int mb, BufferId branch, BufferId res, BufferId* mask,
                   const char* maskname, const char* outname);
+// The MLP's activation a.a1 [n, ffn] = act(a.h1) (GELU, or SwiGLU of h1's two halves), and its
+// backward: returns dh1 [n, ffn_in] from da1 (frees da1 and a.h1).
+void activation_fwd(StepState& st, Phase ph, LayerActs& a);
+BufferId activation_bwd(StepState& st, LayerActs& a, BufferId da1);
+// A residual branch's dropout backward on n elements: returns dy through *mask (freed, a new buffer
+// named `name`), or dy itself without dropout.
+BufferId dropout_bwd(StepState& st, int l, int mb, BufferId dy, BufferId* mask, int64_t n, const char* name);
 // embedding_head_emitter.cc: embedding (first virtual stage) and head + loss (last virtual stage).
 // load_batch: a micro-batch's {tokens, targets} as this rank takes them; tokens_per_iteration:
 // the loss's divisor.
 std::pair<BufferId, BufferId> load_batch(StepState& st, int mb);
 int64_t tokens_per_iteration(const StepState& st);
+// The head's start: its input x and the micro-batch's targets (kept by the embedding on a single
+// stage, loaded otherwise).
+HeadActs head_acts(StepState& st, int mb, BufferId x);
+// The cross-entropy on h.logits (kernel dims xd): row max, sum of exponentials, target logit (each
+// all-reduced over the tensor group when vocab_parallel: Megatron's three all-reduces), then the
+// loss: added into st.loss() when vocab_parallel (returns kNoId), otherwise written to a new
+// one-float buffer "xent_loss" that is returned for the caller to reduce. Its backward returns
+// dlogits and frees the logits, targets and row statistics.
+BufferId cross_entropy_fwd(StepState& st, int mb, const std::array<int64_t, 6>& xd, HeadActs& h, bool vocab_parallel);
+BufferId cross_entropy_bwd(StepState& st, int mb, const std::array<int64_t, 6>& xd, const HeadActs& h);
 BufferId emit_embedding_forward(StepState& st, int unit, int chunk, int mb);
 void emit_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx);
 void emit_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x);

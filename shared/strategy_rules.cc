@@ -233,6 +233,33 @@ StrategySpec Resolver::strategy(const ModelSpec& model, const ClusterSpec& clust
                                    see("strategy.tp_mode"));
     }
   }
+  if (spec.tp_mode == TpMode::k3d && side > 1) {
+    // 3D (shared/tp3d_groups.h): each micro-batch is split over q*q batch blocks, and the weights'
+    // output rows and the vocabulary over q*q blocks (q of them gathered, shared/tp3d.h).
+    const int64_t q2 = side * side;
+    const std::string cube = " (tp_mode 3d splits it into q*q = " + num(q2) + " blocks, q = " + num(side) + ")";
+    if (spec.micro_batch % q2 != 0) {
+      fail("strategy.micro_batch", "micro_batch = " + num(spec.micro_batch) + " must be a multiple of q*q = " +
+                                       num(q2) + cube + see("strategy.tp"));
+    }
+    auto blocks = [&](const char* field, int64_t value, const std::string& what) {
+      if (value % q2 != 0) {
+        fail(field, what + " = " + num(value) + " must be a multiple of q*q = " + num(q2) + cube + see("strategy.tp"));
+      }
+    };
+    blocks("model.hidden", model.hidden, "hidden");
+    blocks("model.ffn_hidden", model.ffn_hidden, "ffn_hidden");
+    blocks("model.vocab", model.vocab, "vocab");
+    blocks("model.kv_heads", model.kv_heads * (model.hidden / model.heads), "kv_heads*head_dim");
+    if (model.norm != Norm::kLayerNorm) {
+      fail("model.norm", "tp_mode 3d is generated with layernorm only (its split row statistics), not rmsnorm" +
+                             see("strategy.tp_mode"));
+    }
+    if (spec.sp_mode == SpMode::kRing || spec.sp_mode == SpMode::kUlysses || spec.sp_mode == SpMode::kRingAttention) {
+      fail("strategy.sp_mode", std::string("tp_mode 3d is not generated with sp_mode ") + to_string(spec.sp_mode) +
+                                   see("strategy.tp_mode"));
+    }
+  }
   return spec;
 }
 

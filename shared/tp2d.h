@@ -38,9 +38,9 @@ inline bool tp2d(const StepState& st) { return st.dims.tp2d_q > 1; }
 // The row and column groups of this rank.
 GroupId tp2d_row_group(const StepState& st);
 GroupId tp2d_column_group(const StepState& st);
-// A collective over a 2D group (on the tensor stream unless told); root is the index within the
-// group. The depth groups of 2.5D go on the gradient stream (their weight-gradient all-reduces
-// overlap the backward), and a group's collectives all on one stream.
+// A collective over a 2D group or a 3D axis group (on the tensor stream unless told); root is
+// the index within the group. The depth groups of 2.5D go on the gradient stream (their
+// weight-gradient all-reduces overlap the backward), and a group's collectives all on one stream.
 void tp2d_collective(StepState& st, CollectiveOp op, GroupId group, int root, BufferId in, BufferId out,
                      int64_t bytes, Phase ph, int layer, int mb, DType dtype, Stream stream = Stream::kComm);
 
@@ -52,20 +52,51 @@ BufferId summa_backward(StepState& st, int layer, int mb, BufferId dy, BufferId 
                         int64_t rows, int64_t out, int64_t in, const char* dx_name);
 
 // tp2d_layer_emitter.cc
-void tp2d_layer_forward(StepState& st, int unit, LayerActs& a, Phase phase, BufferId* out);
-BufferId tp2d_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dout);
-// Layer norm of feature blocks [n, hidden/q] (statistics over the row group).
-void tp2d_norm_forward(StepState& st, Phase ph, int layer, int mb, BufferId x, BufferId w, BufferId b, BufferId* y,
-                       BufferId* mean, BufferId* rstd, const char* y_name, const char* mean_name,
-                       const char* rstd_name);
-BufferId tp2d_norm_backward(StepState& st, int layer, int mb, BufferId dy, BufferId x, BufferId w, BufferId mean,
-                            BufferId rstd, BufferId dw, BufferId db);
+// The layer's body on a grid of blocks, shared by 2D and 3D: what differs is how the four linears
+// run (which: 0 qkv, 1 attention output, 2 fc1, 3 fc2) and over which group (of how many feature
+// blocks) the layer norms reduce their row statistics.
+struct GridLayerOps {
+  GroupId norm_group = kNoId;
+  int64_t norm_parts = 1;
+  void (*linear_fwd)(StepState& st, Phase ph, int layer, int mb, int which, BufferId x, BufferId w, BufferId y,
+                     int64_t rows, int64_t out, int64_t in) = nullptr;
+  BufferId (*linear_bwd)(StepState& st, int layer, int mb, int which, BufferId dy, BufferId x, BufferId w,
+                         BufferId dw, int64_t rows, int64_t out, int64_t in, const char* dx_name) = nullptr;
+};
+void grid_layer_forward(StepState& st, const GridLayerOps& ops, int unit, LayerActs& a, Phase phase, BufferId* out);
+BufferId grid_layer_backward(StepState& st, const GridLayerOps& ops, int unit, LayerActs& a, BufferId dout);
+void split_norm_forward(StepState& st, const GridLayerOps& ops, Phase ph, int layer, int mb, BufferId x, BufferId w,
+                        BufferId b, BufferId* y, BufferId* mean, BufferId* rstd, const char* y_name,
+                        const char* mean_name, const char* rstd_name);
+BufferId split_norm_backward(StepState& st, const GridLayerOps& ops, int layer, int mb, BufferId dy, BufferId x,
+                             BufferId w, BufferId mean, BufferId rstd, BufferId dw, BufferId db);
+// SUMMA's ops, the norms over the row group.
+GridLayerOps tp2d_layer_ops(const StepState& st);
 
 // tp2d_embedding_head.cc
-BufferId tp2d_embedding_forward(StepState& st, int unit, int chunk, int mb);
-void tp2d_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx);
-void tp2d_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x);
-BufferId tp2d_head_backward(StepState& st, int unit, int chunk, int mb);
+// The two ends on a grid, shared by 2D and 3D: what differs is how the table is gathered and its
+// gradient reduced back to the rank's block, over which group the final norm's statistics and
+// the head's partial logits are reduced, and how the micro-batch's loss is summed over the other
+// batch blocks.
+struct GridEndOps {
+  GroupId norm_group = kNoId;
+  int64_t norm_parts = 1;
+  BufferId (*gather_table)(StepState& st, BufferId shard, int mb, Phase ph) = nullptr;
+  void (*reduce_table_grad)(StepState& st, BufferId full, BufferId grad, int mb) = nullptr;
+  void (*reduce_loss)(StepState& st, BufferId loss, int mb) = nullptr;
+  GridLayerOps norm_ops() const {
+    GridLayerOps o;
+    o.norm_group = norm_group;
+    o.norm_parts = norm_parts;
+    return o;
+  }
+};
+BufferId grid_embedding_forward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb);
+void grid_embedding_backward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb, BufferId dx);
+void grid_head_forward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb, BufferId x);
+BufferId grid_head_backward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb);
+// The 2D table blocks, the norm and logits over the row group, the loss over the column (and depth) group.
+GridEndOps tp2d_end_ops(const StepState& st);
 // All-reduce over the column group of the gradients of the norms of bucket k's units; under 2.5D
 // first the whole bucket's gradient over the depth group.
 void tp2d_reduce_replicated_grads(StepState& st, int k);

@@ -1,5 +1,6 @@
-// Embedding, head and loss under 2D (and 2.5D) tensor parallelism (shared/tp2d.h for the layout and how it
-// differs from Colossal-AI's Embedding2D / Classifier2D). The table (embedding, or untied head)
+// Embedding, head and loss under 2D (and 2.5D) tensor parallelism; the grid_* bodies serve 3D too
+// with its GridEndOps (shared/tp3d.h). See shared/tp2d.h for the layout and how it
+// differs from Colossal-AI's Embedding2D / Classifier2D. The table (embedding, or untied head)
 // is held as vocabulary block i, feature block j: [vocab/q, h/q].
 //  - embedding: all-gather the table over the column group into its feature block j [vocab, h/q],
 //    look up the batch block's tokens locally (no reduction: each rank writes its own features);
@@ -39,15 +40,35 @@ void reduce_table_grad(StepState& st, BufferId full, BufferId grad, int mb) {
   st.release(shard);
 }
 
+// The micro-batch's loss summed over the other batch blocks: the column group, and under 2.5D the
+// depth group (on the gradient stream).
+void reduce_loss(StepState& st, BufferId loss, int mb) {
+  tp2d_collective(st, CollectiveOp::kAllReduce, tp2d_column_group(st), -1, loss, loss, 4, Phase::kForward, -1, mb,
+                  DType::kFp32);
+  if (st.dims.tp2d_d > 1)  // 2.5D: the other depth layers' batch blocks
+    tp2d_collective(st, CollectiveOp::kAllReduce, Tp2dGroups(st.scenario, st.grid).depth(st.coord), -1, loss, loss, 4,
+                    Phase::kForward, -1, mb, DType::kFp32, Stream::kGradComm);
+}
+
 }  // namespace
 
-BufferId tp2d_embedding_forward(StepState& st, int unit, int chunk, int mb) {
+GridEndOps tp2d_end_ops(const StepState& st) {
+  GridEndOps e;
+  e.norm_group = tp2d_row_group(st);
+  e.norm_parts = st.dims.tp2d_q;
+  e.gather_table = gather_table;
+  e.reduce_table_grad = reduce_table_grad;
+  e.reduce_loss = reduce_loss;
+  return e;
+}
+
+BufferId grid_embedding_forward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb) {
   const StepDims& d = st.dims;
   auto [tokens, targets] = load_batch(st, mb);
   if (st.holds_head()) st.keep_targets(mb, targets);
   else st.release(targets);
   st.keep_tokens(chunk, mb, tokens);
-  const BufferId table = gather_table(st, st.params(unit).table, mb, Phase::kForward);
+  const BufferId table = e.gather_table(st, st.params(unit).table, mb, Phase::kForward);
   const BufferId x = st.allocate("x_embed", -1, mb, d.n * d.hidden, d.dtype);
   st.kernel(Kernel::kEmbedding, Phase::kForward, -1, mb, {d.n, d.hidden, d.vocab, 0}, {tokens, table}, {x}, 0,
             d.dtype);
@@ -55,7 +76,7 @@ BufferId tp2d_embedding_forward(StepState& st, int unit, int chunk, int mb) {
   return x;
 }
 
-void tp2d_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx) {
+void grid_embedding_backward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb, BufferId dx) {
   const StepDims& d = st.dims;
   const BufferId tokens = st.take_tokens(chunk, mb);
   const BufferId grad = st.grads(unit).table;
@@ -65,59 +86,38 @@ void tp2d_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferI
             kAccumulateOut, d.dtype);
   st.release(dx);
   st.release(tokens);
-  reduce_table_grad(st, full, grad, mb);
+  e.reduce_table_grad(st, full, grad, mb);
 }
 
-void tp2d_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x) {
+void grid_head_forward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb, BufferId x) {
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
-  HeadActs h;
-  h.x = x;
-  h.targets = st.take_targets(mb);
-  if (h.targets == kNoId) {
-    auto [tokens, targets] = load_batch(st, mb);
-    st.release(tokens);
-    h.targets = targets;
-  }
-  tp2d_norm_forward(st, Phase::kForward, -1, mb, x, w.ln1_w, w.ln1_b, &h.yf, &h.mean, &h.rstd, "yf", "meanf",
-                    "rstdf");
-  const BufferId table = gather_table(st, w.table, mb, Phase::kForward);
+  HeadActs h = head_acts(st, mb, x);
+  split_norm_forward(st, e.norm_ops(), Phase::kForward, -1, mb, x, w.ln1_w, w.ln1_b, &h.yf, &h.mean, &h.rstd, "yf",
+                     "meanf", "rstdf");
+  const BufferId table = e.gather_table(st, w.table, mb, Phase::kForward);
   h.logits = st.allocate("logits", -1, mb, d.n * d.vocab, d.dtype);
   st.linear_fwd(Phase::kForward, -1, mb, h.yf, table, h.logits, d.n, d.vocab, d.hidden);
   st.release(table);
-  tp2d_collective(st, CollectiveOp::kAllReduce, tp2d_row_group(st), -1, h.logits, h.logits,
+  tp2d_collective(st, CollectiveOp::kAllReduce, e.norm_group, -1, h.logits, h.logits,
                   d.n * d.vocab * dtype_bytes(d.dtype), Phase::kForward, -1, mb, d.dtype);
   const std::array<int64_t, 6> xd = {d.n, d.vocab, 0, tokens_per_iteration(st)};
-  h.max = st.allocate("xent_max", -1, mb, d.n, DType::kFp32);
-  st.kernel(Kernel::kCrossEntropyMax, Phase::kForward, -1, mb, xd, {h.logits}, {h.max}, 0, d.dtype);
-  h.sum = st.allocate("xent_sum", -1, mb, d.n, DType::kFp32);
-  st.kernel(Kernel::kCrossEntropySumExp, Phase::kForward, -1, mb, xd, {h.logits, h.max}, {h.sum}, 0, d.dtype);
-  const BufferId target = st.allocate("xent_target", -1, mb, d.n, DType::kFp32);
-  st.kernel(Kernel::kCrossEntropyTarget, Phase::kForward, -1, mb, xd, {h.logits, h.targets}, {target}, 0, d.dtype);
-  const BufferId loss = st.allocate("xent_loss", -1, mb, 1, DType::kFp32, BufferRole::kComm);
-  st.kernel(Kernel::kCrossEntropyLoss, Phase::kForward, -1, mb, xd, {h.max, h.sum, target}, {loss}, 0, DType::kFp32);
-  st.release(target);
-  tp2d_collective(st, CollectiveOp::kAllReduce, tp2d_column_group(st), -1, loss, loss, 4, Phase::kForward, -1, mb,
-                  DType::kFp32);
-  if (d.tp2d_d > 1)  // 2.5D: the other depth layers' batch blocks
-    tp2d_collective(st, CollectiveOp::kAllReduce, Tp2dGroups(st.scenario, st.grid).depth(st.coord), -1, loss, loss, 4,
-                    Phase::kForward, -1, mb, DType::kFp32, Stream::kGradComm);
+  // The row holds whole logits (all-reduced above): the loss is not vocabulary-parallel.
+  const BufferId loss = cross_entropy_fwd(st, mb, xd, h, false);
+  e.reduce_loss(st, loss, mb);
   st.kernel(Kernel::kAccumulate, Phase::kForward, -1, mb, {1}, {loss}, {st.loss()}, 0, DType::kFp32);
   st.release(loss);
   st.keep_head(chunk, mb, h);
 }
 
-BufferId tp2d_head_backward(StepState& st, int unit, int chunk, int mb) {
+BufferId grid_head_backward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb) {
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
   const UnitViews& g = st.grads(unit);
   HeadActs h = st.take_head(chunk, mb);
   const std::array<int64_t, 6> xd = {d.n, d.vocab, 0, tokens_per_iteration(st)};
-  const BufferId dlogits = st.allocate("dlogits", -1, mb, d.n * d.vocab, d.dtype);
-  st.kernel(Kernel::kCrossEntropyBwd, Phase::kBackward, -1, mb, xd, {h.logits, h.targets, h.max, h.sum}, {dlogits}, 0,
-            d.dtype);
-  for (BufferId id : {h.logits, h.targets, h.max, h.sum}) st.release(id);
-  const BufferId table = gather_table(st, w.table, mb, Phase::kBackward);
+  const BufferId dlogits = cross_entropy_bwd(st, mb, xd, h);
+  const BufferId table = e.gather_table(st, w.table, mb, Phase::kBackward);
   const BufferId dyf = st.allocate("dyf", -1, mb, d.n * d.hidden, d.dtype);
   st.linear_dgrad(-1, mb, dlogits, table, dyf, d.n, d.vocab, d.hidden);
   st.release(table);
@@ -126,8 +126,9 @@ BufferId tp2d_head_backward(StepState& st, int unit, int chunk, int mb) {
   st.kernel(Kernel::kGemm, Phase::kBackward, -1, mb, {d.vocab, d.hidden, d.n}, {dlogits, h.yf}, {full}, kTransA,
             d.gemm_dtype(-1, true));
   st.release(dlogits);
-  reduce_table_grad(st, full, g.table, mb);
-  const BufferId dx = tp2d_norm_backward(st, -1, mb, dyf, h.x, w.ln1_w, h.mean, h.rstd, g.ln1_w, g.ln1_b);
+  e.reduce_table_grad(st, full, g.table, mb);
+  const BufferId dx = split_norm_backward(st, e.norm_ops(), -1, mb, dyf, h.x, w.ln1_w, h.mean, h.rstd, g.ln1_w,
+                                          g.ln1_b);
   for (BufferId id : {dyf, h.x, h.yf, h.mean, h.rstd}) st.release(id);
   return dx;
 }

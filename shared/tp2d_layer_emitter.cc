@@ -1,4 +1,5 @@
-// One transformer layer under 2D tensor parallelism (shared/tp2d.h): the same layer as
+// One transformer layer under 2D tensor parallelism (shared/tp2d.h), and under 3D with the 3D
+// linears (grid_layer_*, GridLayerOps; shared/tp3d.h): the same layer as
 // layer_emitter.cc (what is kept, recomputed and freed follows it step for step) on the rank's
 // batch block i and feature block j, with the four linears as SUMMA and the layer norms' row
 // statistics all-reduced over the row group.
@@ -11,12 +12,12 @@
 
 namespace tandem {
 
-void tp2d_norm_forward(StepState& st, Phase ph, int l, int mb, BufferId x, BufferId w, BufferId b, BufferId* y,
-                       BufferId* mean, BufferId* rstd, const char* y_name, const char* mean_name,
-                       const char* rstd_name) {
+void split_norm_forward(StepState& st, const GridLayerOps& ops, Phase ph, int l, int mb, BufferId x, BufferId w,
+                        BufferId b, BufferId* y, BufferId* mean, BufferId* rstd, const char* y_name,
+                        const char* mean_name, const char* rstd_name) {
   const StepDims& d = st.dims;
-  const GroupId row = tp2d_row_group(st);
-  const int64_t full = d.hidden * d.tp2d_q;
+  const GroupId row = ops.norm_group;
+  const int64_t full = d.hidden * ops.norm_parts;
   *mean = st.allocate(mean_name, l, mb, d.n, DType::kFp32);
   st.kernel(Kernel::kLayerNormPartialMean, ph, l, mb, {d.n, d.hidden, full}, {x}, {*mean}, 0, d.dtype);
   tp2d_collective(st, CollectiveOp::kAllReduce, row, -1, *mean, *mean, d.n * 4, ph, l, mb, DType::kFp32);
@@ -29,15 +30,15 @@ void tp2d_norm_forward(StepState& st, Phase ph, int l, int mb, BufferId x, Buffe
   st.release(var);
 }
 
-BufferId tp2d_norm_backward(StepState& st, int l, int mb, BufferId dy, BufferId x, BufferId w, BufferId mean,
-                            BufferId rstd, BufferId dw, BufferId db) {
+BufferId split_norm_backward(StepState& st, const GridLayerOps& ops, int l, int mb, BufferId dy, BufferId x,
+                             BufferId w, BufferId mean, BufferId rstd, BufferId dw, BufferId db) {
   const StepDims& d = st.dims;
-  const int64_t full = d.hidden * d.tp2d_q;
+  const int64_t full = d.hidden * ops.norm_parts;
   const BufferId sums = st.allocate("norm_sums", l, mb, 2 * d.n, DType::kFp32, BufferRole::kComm);
   st.kernel(Kernel::kLayerNormBwdPartialSums, Phase::kBackward, l, mb, {d.n, d.hidden, full}, {dy, x, w, mean, rstd},
             {sums}, 0, d.dtype);
-  tp2d_collective(st, CollectiveOp::kAllReduce, tp2d_row_group(st), -1, sums, sums, 2 * d.n * 4, Phase::kBackward, l,
-                  mb, DType::kFp32);
+  tp2d_collective(st, CollectiveOp::kAllReduce, ops.norm_group, -1, sums, sums, 2 * d.n * 4, Phase::kBackward, l, mb,
+                  DType::kFp32);
   const BufferId dx = st.allocate("dx", l, mb, d.n * d.hidden, d.dtype);
   st.kernel(Kernel::kLayerNormBwdApply, Phase::kBackward, l, mb, {d.n, d.hidden}, {dy, x, w, mean, rstd, sums},
             {dx, dw, db}, 0, d.dtype);
@@ -45,7 +46,7 @@ BufferId tp2d_norm_backward(StepState& st, int l, int mb, BufferId dy, BufferId 
   return dx;
 }
 
-void tp2d_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferId* out) {
+void grid_layer_forward(StepState& st, const GridLayerOps& ops, int unit, LayerActs& a, Phase ph, BufferId* out) {
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
   const int l = a.layer, mb = a.mb;
@@ -53,28 +54,24 @@ void tp2d_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferI
   const bool recompute = ph == Phase::kRecompute;
 
   // Attention block.
-  tp2d_norm_forward(st, ph, l, mb, a.x, w.ln1_w, w.ln1_b, &a.y1, &a.mean1, &a.rstd1, "y1", "mean1", "rstd1");
+  split_norm_forward(st, ops, ph, l, mb, a.x, w.ln1_w, w.ln1_b, &a.y1, &a.mean1, &a.rstd1, "y1", "mean1", "rstd1");
   a.qkv = st.allocate("qkv", l, mb, d.n * d.qkv_out, d.dtype);
-  summa_forward(st, ph, l, mb, a.y1, w.qkv, a.qkv, d.n, d.qkv_out, d.hidden);
+  ops.linear_fwd(st, ph, l, mb, 0, a.y1, w.qkv, a.qkv, d.n, d.qkv_out, d.hidden);
   a.ctx = st.allocate("ctx", l, mb, d.n * d.heads * d.head_dim, d.dtype);
   a.lse = st.allocate("lse", l, mb, d.batch * d.heads * d.seq, DType::kFp32);
   attention_fwd(st, ph, a, keeps_core(st));
   if (rc == Recompute::kSelective) release_core(st, a);
   const BufferId o = st.allocate("o", l, mb, d.n * d.hidden, d.dtype);
-  summa_forward(st, ph, l, mb, a.ctx, w.o, o, d.n, d.hidden, d.heads * d.head_dim);
+  ops.linear_fwd(st, ph, l, mb, 1, a.ctx, w.o, o, d.n, d.hidden, d.heads * d.head_dim);
   a.x2 = residual(st, ph, l, mb, o, a.x, &a.omask, "attn_out_mask", "x2");
 
   // MLP block.
-  tp2d_norm_forward(st, ph, l, mb, a.x2, w.ln2_w, w.ln2_b, &a.y2, &a.mean2, &a.rstd2, "y2", "mean2", "rstd2");
+  split_norm_forward(st, ops, ph, l, mb, a.x2, w.ln2_w, w.ln2_b, &a.y2, &a.mean2, &a.rstd2, "y2", "mean2", "rstd2");
   a.h1 = st.allocate("h1", l, mb, d.n * d.ffn_in, d.dtype);
-  summa_forward(st, ph, l, mb, a.y2, w.fc1, a.h1, d.n, d.ffn_in, d.hidden);
-  a.a1 = st.allocate("a1", l, mb, d.n * d.ffn, d.dtype);
-  if (st.scenario.model.activation == Activation::kSwiglu)
-    st.kernel(Kernel::kSwiglu, ph, l, mb, {d.n, d.ffn}, {a.h1}, {a.a1}, 0, d.dtype);
-  else
-    st.kernel(Kernel::kGelu, ph, l, mb, {d.n * d.ffn}, {a.h1}, {a.a1}, 0, d.dtype);
+  ops.linear_fwd(st, ph, l, mb, 2, a.y2, w.fc1, a.h1, d.n, d.ffn_in, d.hidden);
+  activation_fwd(st, ph, a);
   const BufferId h2 = st.allocate("h2", l, mb, d.n * d.hidden, d.dtype);
-  summa_forward(st, ph, l, mb, a.a1, w.fc2, h2, d.n, d.hidden, d.ffn);
+  ops.linear_fwd(st, ph, l, mb, 3, a.a1, w.fc2, h2, d.n, d.hidden, d.ffn);
   const BufferId x3 = residual(st, ph, l, mb, h2, a.x2, &a.hmask, "mlp_out_mask", recompute ? "x3_discard" : "x3");
   if (recompute) st.release(x3);
   else *out = x3;
@@ -88,7 +85,7 @@ void tp2d_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferI
   }
 }
 
-BufferId tp2d_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dout) {
+BufferId grid_layer_backward(StepState& st, const GridLayerOps& ops, int unit, LayerActs& a, BufferId dout) {
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
   const UnitViews& g = st.grads(unit);
@@ -96,41 +93,25 @@ BufferId tp2d_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dou
   const Recompute rc = st.scenario.strategy.recompute;
   const int64_t nh = d.n * d.hidden;
 
-  if (rc == Recompute::kFull) tp2d_layer_forward(st, unit, a, Phase::kRecompute, nullptr);
+  if (rc == Recompute::kFull) grid_layer_forward(st, ops, unit, a, Phase::kRecompute, nullptr);
 
   // MLP block.
-  BufferId dh2 = dout;
-  if (d.dropout) {
-    dh2 = st.allocate("dh2", l, mb, nh, d.dtype);
-    st.kernel(Kernel::kDropoutBwd, Phase::kBackward, l, mb, {nh}, {dout, a.hmask}, {dh2}, 0, d.dtype);
-    st.release(a.hmask);
-  }
-  const BufferId da1 = summa_backward(st, l, mb, dh2, a.a1, w.fc2, g.fc2, d.n, d.hidden, d.ffn, "da1");
+  const BufferId dh2 = dropout_bwd(st, l, mb, dout, &a.hmask, nh, "dh2");
+  const BufferId da1 = ops.linear_bwd(st, l, mb, 3, dh2, a.a1, w.fc2, g.fc2, d.n, d.hidden, d.ffn, "da1");
   if (dh2 != dout) st.release(dh2);
   st.release(a.a1);
-  const BufferId dh1 = st.allocate("dh1", l, mb, d.n * d.ffn_in, d.dtype);
-  if (st.scenario.model.activation == Activation::kSwiglu)
-    st.kernel(Kernel::kSwigluBwd, Phase::kBackward, l, mb, {d.n, d.ffn}, {a.h1, da1}, {dh1}, 0, d.dtype);
-  else
-    st.kernel(Kernel::kGeluBwd, Phase::kBackward, l, mb, {d.n * d.ffn}, {a.h1, da1}, {dh1}, 0, d.dtype);
-  st.release(da1);
-  st.release(a.h1);
-  const BufferId dy2 = summa_backward(st, l, mb, dh1, a.y2, w.fc1, g.fc1, d.n, d.ffn_in, d.hidden, "dy2");
+  const BufferId dh1 = activation_bwd(st, a, da1);
+  const BufferId dy2 = ops.linear_bwd(st, l, mb, 2, dh1, a.y2, w.fc1, g.fc1, d.n, d.ffn_in, d.hidden, "dy2");
   st.release(dh1);
-  const BufferId dx2 = tp2d_norm_backward(st, l, mb, dy2, a.x2, w.ln2_w, a.mean2, a.rstd2, g.ln2_w, g.ln2_b);
+  const BufferId dx2 = split_norm_backward(st, ops, l, mb, dy2, a.x2, w.ln2_w, a.mean2, a.rstd2, g.ln2_w, g.ln2_b);
   st.release(dy2);
   for (BufferId id : {a.y2, a.mean2, a.rstd2, a.x2}) st.release(id);
   st.kernel(Kernel::kAccumulate, Phase::kBackward, l, mb, {nh}, {dout}, {dx2}, 0, d.dtype);
   st.release(dout);
 
   // Attention block.
-  BufferId dob = dx2;
-  if (d.dropout) {
-    dob = st.allocate("do", l, mb, nh, d.dtype);
-    st.kernel(Kernel::kDropoutBwd, Phase::kBackward, l, mb, {nh}, {dx2, a.omask}, {dob}, 0, d.dtype);
-    st.release(a.omask);
-  }
-  const BufferId dctx = summa_backward(st, l, mb, dob, a.ctx, w.o, g.o, d.n, d.hidden, d.heads * d.head_dim, "dctx");
+  const BufferId dob = dropout_bwd(st, l, mb, dx2, &a.omask, nh, "do");
+  const BufferId dctx = ops.linear_bwd(st, l, mb, 1, dob, a.ctx, w.o, g.o, d.n, d.hidden, d.heads * d.head_dim, "dctx");
   if (dob != dx2) st.release(dob);
   if (rc == Recompute::kSelective && keeps_core(st)) attention_fwd(st, Phase::kRecompute, a, true);
   std::vector<BufferId> in = {a.qkv, a.ctx, dctx, a.lse};
@@ -143,15 +124,28 @@ BufferId tp2d_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dou
   release_core(st, a);
   st.release(a.ctx);
   st.release(a.lse);
-  const BufferId dy1 = summa_backward(st, l, mb, dqkv, a.y1, w.qkv, g.qkv, d.n, d.qkv_out, d.hidden, "dy1");
+  const BufferId dy1 = ops.linear_bwd(st, l, mb, 0, dqkv, a.y1, w.qkv, g.qkv, d.n, d.qkv_out, d.hidden, "dy1");
   st.release(dqkv);
   st.release(a.qkv);
-  const BufferId dx = tp2d_norm_backward(st, l, mb, dy1, a.x, w.ln1_w, a.mean1, a.rstd1, g.ln1_w, g.ln1_b);
+  const BufferId dx = split_norm_backward(st, ops, l, mb, dy1, a.x, w.ln1_w, a.mean1, a.rstd1, g.ln1_w, g.ln1_b);
   st.release(dy1);
   for (BufferId id : {a.y1, a.mean1, a.rstd1, a.x}) st.release(id);
   st.kernel(Kernel::kAccumulate, Phase::kBackward, l, mb, {nh}, {dx2}, {dx}, 0, d.dtype);
   st.release(dx2);
   return dx;
+}
+
+GridLayerOps tp2d_layer_ops(const StepState& st) {
+  GridLayerOps ops;
+  ops.norm_group = tp2d_row_group(st);
+  ops.norm_parts = st.dims.tp2d_q;
+  ops.linear_fwd = [](StepState& s, Phase ph, int l, int mb, int, BufferId x, BufferId w, BufferId y, int64_t rows,
+                      int64_t out, int64_t in) { summa_forward(s, ph, l, mb, x, w, y, rows, out, in); };
+  ops.linear_bwd = [](StepState& s, int l, int mb, int, BufferId dy, BufferId x, BufferId w, BufferId dw, int64_t rows,
+                      int64_t out, int64_t in, const char* dx_name) {
+    return summa_backward(s, l, mb, dy, x, w, dw, rows, out, in, dx_name);
+  };
+  return ops;
 }
 
 }  // namespace tandem

@@ -1,11 +1,10 @@
-#include "kernels/cuda/detail/column_sum.cuh"
-#include "kernels/cuda/detail/row_reduction.cuh"
+#include "kernels/cuda/detail/layer_norm_grad.cuh"
 #include "kernels/cuda/layer_norm.h"
 
 namespace tandem::kernels::cuda {
 namespace {
 
-using namespace detail;  // row_reduction.cuh: to_float, from_float, reduce_row, Sum, Max
+using namespace detail;  // row_reduction.cuh: to_float, from_float, reduce_row, Sum, Max; layer_norm_grad.cuh
 
 // One block per row.
 template <typename T>
@@ -39,44 +38,10 @@ __global__ void input_grad_kernel(const T* dy, const T* x, const T* gamma, const
   const T* dyr = dy + r * cols;
   const float mu = mean[r];
   const float rs = rstd[r];
-  float sum_g = 0.0f;
-  float sum_g_xhat = 0.0f;
-  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float g = to_float(dyr[c]) * to_float(gamma[c]);
-    sum_g += g;
-    sum_g_xhat += g * (to_float(xr[c]) - mu) * rs;
-  }
-  const float avg_g = block_reduce(sum_g, Sum{}) / static_cast<float>(cols);
-  const float avg_g_xhat = block_reduce(sum_g_xhat, Sum{}) / static_cast<float>(cols);
-  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float xhat = (to_float(xr[c]) - mu) * rs;
-    dx[r * cols + c] =
-        from_float<T>(rs * (to_float(dyr[c]) * to_float(gamma[c]) - avg_g - xhat * avg_g_xhat));
-  }
-}
-
-template <typename T>
-struct ParamGradTerms {
-  const T* dy;
-  const T* x;
-  const float* mean;
-  const float* rstd;
-  std::int64_t cols;
-  __device__ float2 operator()(std::int64_t r, std::int64_t c) const {
-    const float g = to_float(dy[r * cols + c]);
-    return make_float2(g * (to_float(x[r * cols + c]) - mean[r]) * rstd[r], g);
-  }
-};
-
-template <typename T>
-__global__ void param_grad_kernel(ParamGradTerms<T> terms, std::int64_t rows, T* dgamma, T* dbeta) {
-  const float2 total = detail::column_sum(rows, terms.cols, terms);
-  const std::int64_t c =
-      static_cast<std::int64_t>(blockIdx.x) * detail::kColumnSumWidth + threadIdx.x;
-  if (threadIdx.y == 0 && c < terms.cols) {
-    dgamma[c] = from_float<T>(to_float(dgamma[c]) + total.x);
-    dbeta[c] = from_float<T>(to_float(dbeta[c]) + total.y);
-  }
+  const float2 sums = layer_norm_grad_row_sums(dyr, xr, gamma, mu, rs, cols);
+  const float avg_g = sums.x / static_cast<float>(cols);
+  const float avg_g_xhat = sums.y / static_cast<float>(cols);
+  layer_norm_grad_row_dx(dyr, xr, gamma, mu, rs, avg_g, avg_g_xhat, cols, dx + r * cols);
 }
 
 template <typename T>
@@ -99,8 +64,8 @@ void backward(const T* dy, const T* x, const T* gamma, const float* mean, const 
   const dim3 block(detail::kColumnSumWidth, detail::kColumnSumDepth);
   const int blocks = detail::to_int((cols + detail::kColumnSumWidth - 1) / detail::kColumnSumWidth,
                                     "layer_norm_backward cols");
-  param_grad_kernel<<<blocks, block, 0, stream>>>(ParamGradTerms<T>{dy, x, mean, rstd, cols}, rows,
-                                                  dgamma, dbeta);
+  layer_norm_param_grad_kernel<<<blocks, block, 0, stream>>>(
+      LayerNormParamGradTerms<T>{dy, x, mean, rstd, cols}, rows, dgamma, dbeta);
   detail::check_launch("layer_norm_backward (dgamma, dbeta)");
 }
 

@@ -1,11 +1,10 @@
-#include "kernels/cuda/detail/column_sum.cuh"
-#include "kernels/cuda/detail/row_reduction.cuh"
+#include "kernels/cuda/detail/layer_norm_grad.cuh"
 #include "kernels/cuda/split_layer_norm.h"
 
 namespace tandem::kernels::cuda {
 namespace {
 
-using namespace detail;  // row_reduction.cuh: to_float, from_float, reduce_row, block_reduce, Sum
+using namespace detail;  // row_reduction.cuh: to_float, from_float, reduce_row, Sum; layer_norm_grad.cuh
 
 // One block per row for the row kernels.
 template <typename T>
@@ -41,17 +40,10 @@ __global__ void bwd_sums_kernel(const T* dy, const T* x, const T* gamma, const f
                                 std::int64_t cols, float inv_full, float* sums) {
   const std::int64_t r = blockIdx.x;
   const float mu = mean[r], rs = rstd[r];
-  float sum_g = 0.0f, sum_g_xhat = 0.0f;
-  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float g = to_float(dy[r * cols + c]) * to_float(gamma[c]);
-    sum_g += g;
-    sum_g_xhat += g * (to_float(x[r * cols + c]) - mu) * rs;
-  }
-  const float a = block_reduce(sum_g, Sum{});
-  const float b = block_reduce(sum_g_xhat, Sum{});
+  const float2 s = layer_norm_grad_row_sums(dy + r * cols, x + r * cols, gamma, mu, rs, cols);
   if (threadIdx.x == 0) {
-    sums[2 * r] = a * inv_full;
-    sums[2 * r + 1] = b * inv_full;
+    sums[2 * r] = s.x * inv_full;
+    sums[2 * r + 1] = s.y * inv_full;
   }
 }
 
@@ -59,34 +51,8 @@ template <typename T>
 __global__ void bwd_dx_kernel(const T* dy, const T* x, const T* gamma, const float* mean, const float* rstd,
                               const float* sums, std::int64_t cols, T* dx) {
   const std::int64_t r = blockIdx.x;
-  const float mu = mean[r], rs = rstd[r], avg_g = sums[2 * r], avg_g_xhat = sums[2 * r + 1];
-  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float xhat = (to_float(x[r * cols + c]) - mu) * rs;
-    dx[r * cols + c] = from_float<T>(rs * (to_float(dy[r * cols + c]) * to_float(gamma[c]) - avg_g - xhat * avg_g_xhat));
-  }
-}
-
-template <typename T>
-struct ParamGradTerms {
-  const T* dy;
-  const T* x;
-  const float* mean;
-  const float* rstd;
-  std::int64_t cols;
-  __device__ float2 operator()(std::int64_t r, std::int64_t c) const {
-    const float g = to_float(dy[r * cols + c]);
-    return make_float2(g * (to_float(x[r * cols + c]) - mean[r]) * rstd[r], g);
-  }
-};
-
-template <typename T>
-__global__ void param_grad_kernel(ParamGradTerms<T> terms, std::int64_t rows, T* dgamma, T* dbeta) {
-  const float2 total = column_sum(rows, terms.cols, terms);
-  const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * kColumnSumWidth + threadIdx.x;
-  if (threadIdx.y == 0 && c < terms.cols) {
-    dgamma[c] = from_float<T>(to_float(dgamma[c]) + total.x);
-    dbeta[c] = from_float<T>(to_float(dbeta[c]) + total.y);
-  }
+  layer_norm_grad_row_dx(dy + r * cols, x + r * cols, gamma, mean[r], rstd[r], sums[2 * r], sums[2 * r + 1], cols,
+                         dx + r * cols);
 }
 
 int row_blocks(std::int64_t rows, const char* what) { return to_int(rows, what); }
@@ -132,8 +98,8 @@ int row_blocks(std::int64_t rows, const char* what) { return to_int(rows, what);
     check_launch("layer_norm_bwd_apply (dx)");                                                                     \
     const dim3 block(kColumnSumWidth, kColumnSumDepth);                                                            \
     const int blocks = to_int((cols + kColumnSumWidth - 1) / kColumnSumWidth, "layer_norm_bwd_apply cols");       \
-    param_grad_kernel<<<blocks, block, 0, stream>>>(ParamGradTerms<T>{dy, x, mean, rstd, cols}, rows, dgamma,     \
-                                                    dbeta);                                                        \
+    layer_norm_param_grad_kernel<<<blocks, block, 0, stream>>>(                                                   \
+        LayerNormParamGradTerms<T>{dy, x, mean, rstd, cols}, rows, dgamma, dbeta);                                 \
     check_launch("layer_norm_bwd_apply (dgamma, dbeta)");                                                          \
   }
 TANDEM_SPLIT_LAYER_NORM(float)

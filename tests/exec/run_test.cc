@@ -72,6 +72,11 @@ const Strategy kStrategies[] = {
     // 2.5D (Tesseract): two depth layers of 2 x 2, each micro-batch of 4 split over the 4 rows.
     {"tp2p5d_q2_d2", "-n 8 --set strategy.tp=8 --set strategy.tp_mode=2.5d --set strategy.tp_depth=2 "
                      "--set strategy.micro_batch=4"},
+    // 3D (shared/tp3d.h): a 2 x 2 x 2 cube, each micro-batch of 4 split into 4 batch blocks; with
+    // SwiGLU (its gate and up weights gathered apart) checked by hand (docs/tp_modes.md).
+    {"tp3d_q2", "-n 8 --set strategy.tp=8 --set strategy.tp_mode=3d --set strategy.micro_batch=4"},
+    {"tp3d_q2_full_recompute",
+     "-n 8 --set strategy.tp=8 --set strategy.tp_mode=3d --set strategy.micro_batch=4 --set strategy.recompute=full"},
     // Sequence parallelism over the sp axis (docs/sequence.md): Ulysses' all-to-alls (tiny-gpt's
     // micro-batch of 2 exercises the batch dimension of the packing), alone, with a data-parallel
     // pair (gradients reduced over the data-and-sequence group of 4), with TP, PP and ZeRO.

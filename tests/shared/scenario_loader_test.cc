@@ -420,7 +420,10 @@ TEST(scenario_loader, TwoAndAHalfDimensionalGrids) {
 
 TEST(scenario_loader, ThreeDimensionalGrids) {
   const Doc doc = Doc().set("strategy.pp", "1").set("strategy.tp_mode", "\"3d\"");
-  EXPECT_EQ(parse(Doc(doc).set("strategy.tp", "8")).strategy.tp, 8);  // 2*2*2
+  // 2*2*2; the q*q = 4 batch blocks split each micro-batch (shared/tp3d_groups.h).
+  EXPECT_EQ(parse(Doc(doc).set("strategy.tp", "8").set("strategy.micro_batch", "4").set("strategy.global_batch", "8"))
+                .strategy.tp,
+            8);
   expect_error(Doc(doc).set("strategy.tp", "4").set("cluster.gpus", "4"), "strategy.tp",
                {"3d", "q*q*q", "tp = 4", "perfect cube"});
 }

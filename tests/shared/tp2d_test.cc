@@ -5,7 +5,7 @@
 
 #include <map>
 
-#include "schedule_test_util.h"
+#include "grid_test_util.h"
 #include "shared/error.h"
 #include "shared/schedule.h"
 #include "shared/schedule_validator.h"
@@ -13,10 +13,9 @@
 namespace tandem {
 namespace {
 
-std::vector<std::string> with(std::vector<std::string> sets, const std::vector<std::string>& more) {
-  sets.insert(sets.end(), more.begin(), more.end());
-  return sets;
-}
+using testing::layer_traffic;
+using testing::rejection;
+using testing::with;
 
 const std::vector<std::string> kQ2 = {"cluster.gpus=4", "strategy.tp=4", "strategy.tp_mode=2d"};
 
@@ -47,16 +46,6 @@ TEST(Tp2dGroups, TwoAndAHalfDLayersAndTheirDepthGroups) {
   EXPECT_EQ(by_axis[2], (std::vector<std::vector<int>>{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
   EXPECT_EQ(by_axis[3], (std::vector<std::vector<int>>{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
   EXPECT_EQ(s.group(s.group_of(6, GroupKind::kTp, 3)).ranks, (std::vector<int>{2, 6}));
-}
-
-std::string rejection(const std::vector<std::string>& sets) {
-  try {
-    Schedule s(testing::tiny(sets));
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << e.what();
-    return e.what();
-  }
-  return "";
 }
 
 TEST(Tp2dRules, GridsThatDoNotDivideAreRejectedNamingFieldAndRule) {
@@ -122,15 +111,6 @@ const Case kCases[] = {
 INSTANTIATE_TEST_SUITE_P(Generators, Tp2dValidity, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
-// Bytes of layer 0, micro-batch 0 that rank 0 takes part in, by phase and collective.
-std::map<std::pair<Phase, CollectiveOp>, int64_t> layer_traffic(const Schedule& s, int rank) {
-  std::map<std::pair<Phase, CollectiveOp>, int64_t> bytes;
-  for (const Task& t : s.program(rank).tasks)
-    if (const auto* c = std::get_if<Collective>(&t.op))
-      if (c->layer == 0 && c->microbatch == 0) bytes[{c->phase, c->op}] += c->bytes;
-  return bytes;
-}
-
 TEST(Tp2dTraffic, ALayerMovesTheSummaClosedForm) {
   // Optimus (Xu et al. 2021, arXiv 2104.05343, section 3: the SUMMA forward and backward of a
   // linear layer on a q x q grid): Y = X W^T with X [b s, h_in] and W [h_out, h_in] in q x q
@@ -186,23 +166,7 @@ TEST(Tp2dMemory, ALayersKeptActivationsShrinkByTheWholeGrid) {
   //   2D, q 2:   (4+3+1+8) * 1*32*32 + 1*2*32*32 + 1*2*32 + 4*32  = 16384 + 2048 + 64 + 128
   //              = 18624 elements, i.e. the tensors of 1D over q^2 = 4 but for the per-row
   //              statistics, which only the batch split divides.
-  auto kept = [](const Schedule& s) {
-    int64_t bytes = 0;
-    const Program p = s.program(0);
-    std::map<BufferId, bool> live;
-    for (const Task& t : p.tasks) {
-      if (const auto* a = std::get_if<Alloc>(&t.op)) {
-        const Buffer& b = p.buffers[a->buffer];
-        if (b.role == BufferRole::kActivation && b.name.rfind("L0.m0.", 0) == 0) live[a->buffer] = true;
-      } else if (const auto* f = std::get_if<Free>(&t.op)) {
-        live.erase(f->buffer);
-      } else if (const auto* c = std::get_if<Compute>(&t.op)) {
-        if (c->layer == 1 && c->microbatch == 0) break;  // layer 0's forward is over
-      }
-    }
-    for (const auto& [id, on] : live) bytes += p.buffers[id].bytes;
-    return bytes;
-  };
+  auto kept = [](const Schedule& s) { return testing::layer0_kept_bytes(s); };
   EXPECT_EQ(kept(Schedule(testing::tiny({}))), 74240 * 4);
   EXPECT_EQ(kept(Schedule(testing::tiny(kQ2))), 18624 * 4);
 }
