@@ -55,13 +55,10 @@ void write_summary(std::ostream& out, const Schedule& schedule, const SimResult&
       << " %, " << format_number("%+.1f", 100 * (r.iteration_time_high_s / t - 1))
       << " %; from each cost component's residuals on the reference data, docs/sim.md)\n";
   if (tokens) {
-    out << "tokens/s               " << format_number("%.1f", r.tokens_per_s) << "
-";
+    out << "tokens/s               " << format_number("%.1f", r.tokens_per_s) << "\n";
     out << "model TFLOP/s per GPU  " << format_number("%.1f", r.model_tflops_per_gpu) << "  (hardware, with recompute: "
-        << format_number("%.1f", r.hardware_tflops_per_gpu) << ")
-";
-    out << "MFU                    " << format_number("%.1f", 100 * r.mfu) << " %
-";
+        << format_number("%.1f", r.hardware_tflops_per_gpu) << ")\n";
+    out << "MFU                    " << format_number("%.1f", 100 * r.mfu) << " %\n";
   }
   const Breakdown b = breakdown_of(r, r.slowest_rank);
   auto pct = [&](double v) { return t > 0 ? format_number("%5.1f %%", 100 * v / t) : std::string("-"); };
