@@ -143,6 +143,33 @@ NEMO_MODELS = {
 }
 
 
+def nemo_sets(r):
+    """The --set overrides of one NeMo row (a dict of the file's columns)."""
+    layers, hidden, heads, kv, ffn, vocab, act, norm, tied, dropout = NEMO_MODELS[r["model"]]
+    tp, pp, vp = int(r["tp"]), int(r["pp"]), int(r["vp"])
+    pad = 128 * tp
+    return [f"model.name={r['model']}", f"model.layers={layers}", f"model.hidden={hidden}",
+            f"model.heads={heads}", f"model.kv_heads={kv}", f"model.ffn_hidden={ffn}",
+            f"model.vocab={(vocab + pad - 1) // pad * pad}", f"model.seq_len={r['seq']}",
+            f"model.activation={act}", f"model.norm={norm}", f"model.tied_embeddings={'true' if tied else 'false'}",
+            f"model.dropout={dropout}", "cluster.preset=dgx-h100", f"cluster.gpus={r['gpus']}",
+            f"strategy.tp={tp}", f"strategy.pp={pp}", "strategy.dp=0",
+            f"strategy.global_batch={r['global_batch']}", f"strategy.micro_batch={r['micro_batch']}",
+            "strategy.dtype=fp8", "strategy.recompute=none", "strategy.flash_attention=true",
+            "strategy.zero_stage=1", f"strategy.virtual_stages={vp}",
+            f"strategy.pp_schedule={'interleaved' if vp > 1 else '1f1b'}",
+            f"strategy.sp_mode={'megatron' if tp > 1 else 'none'}",
+            "software.preset=megatron-core-0.8",
+            f"software.tp_comm_overlap={'true' if tp > 1 else 'false'}", "software.overlap_param_gather=true",
+            # NeMo 24.07 trains with optim.name distributed_fused_adam (NeMo's MegatronDistributedFusedAdam
+            # over Apex's DistributedFusedAdam), overlap_grad_sync True, and in its FP8 configuration
+            # grad_sync_dtype bf16: NVIDIA/NeMo-Framework-Launcher tag 24.07 (8325688d8345a5513660f0f8390f0482a721c009)
+            # launcher_scripts/conf/training/gpt3/175b_fp8.yaml:171-177 (and nemotron/nemotron_340b.yaml:158-163).
+            # Apex (NVIDIA/apex@23c1f86520e22b505e8fdfcf6298273dff2d93d8) allocates its contiguous gradient
+            # buffer unsharded in grad_sync_dtype (distributed_fused_adam.py:1099-1124): 2 bytes a parameter.
+            "software.grad_reduce_dtype=param", "software.grad_reduce_overlap=true"]
+
+
 def nemo(binary, timeout, max_gpus):
     out = []
     for r in rows("nemo_24.07_h100_fp8.tsv"):
@@ -154,22 +181,7 @@ def nemo(binary, timeout, max_gpus):
         if int(r["gpus"]) > max_gpus:
             out.append((label, ref, None, f"skipped: {r['gpus']} GPUs > --max-gpus", 0, None))
             continue
-        layers, hidden, heads, kv, ffn, vocab, act, norm, tied, dropout = NEMO_MODELS[r["model"]]
-        tp, pp, vp = int(r["tp"]), int(r["pp"]), int(r["vp"])
-        pad = 128 * tp
-        sets = [f"model.name={r['model']}", f"model.layers={layers}", f"model.hidden={hidden}",
-                f"model.heads={heads}", f"model.kv_heads={kv}", f"model.ffn_hidden={ffn}",
-                f"model.vocab={(vocab + pad - 1) // pad * pad}", f"model.seq_len={r['seq']}",
-                f"model.activation={act}", f"model.norm={norm}", f"model.tied_embeddings={'true' if tied else 'false'}",
-                f"model.dropout={dropout}", "cluster.preset=dgx-h100", f"cluster.gpus={r['gpus']}",
-                f"strategy.tp={tp}", f"strategy.pp={pp}", "strategy.dp=0",
-                f"strategy.global_batch={r['global_batch']}", f"strategy.micro_batch={r['micro_batch']}",
-                "strategy.dtype=fp8", "strategy.recompute=none", "strategy.flash_attention=true",
-                "strategy.zero_stage=1", f"strategy.virtual_stages={vp}",
-                f"strategy.pp_schedule={'interleaved' if vp > 1 else '1f1b'}",
-                f"strategy.sp_mode={'megatron' if tp > 1 else 'none'}",
-                "software.preset=megatron-core-0.8",
-                f"software.tp_comm_overlap={'true' if tp > 1 else 'false'}", "software.overlap_param_gather=true"]
+        sets = nemo_sets(r)
         try:
             j, wall = run(binary, sets, timeout)
             if j.get("oom"):  # no iteration time: not a prediction error, say so
