@@ -87,7 +87,11 @@ void tp2d_head_forward(StepState& st, int unit, int chunk, int mb, BufferId x) {
   st.release(table);
   tp2d_collective(st, CollectiveOp::kAllReduce, tp2d_row_group(st), -1, h.logits, h.logits,
                   d.n * d.vocab * dtype_bytes(d.dtype), Phase::kForward, -1, mb, d.dtype);
-  const std::array<int64_t, 6> xd = {d.n, d.vocab, 0, tokens_per_iteration(st)};
+  // dims[4]: the passes run on an fp32 copy of the logits (software.cross_entropy_fp32), as in
+  // shared/embedding_head_emitter.cc, whose memory is a buffer from the loss to its backward.
+  const int fp32_loss = st.scenario.software.cross_entropy_fp32 ? 1 : 0;
+  const std::array<int64_t, 6> xd = {d.n, d.vocab, 0, tokens_per_iteration(st), fp32_loss};
+  if (fp32_loss) h.logits_fp32 = st.allocate("logits_fp32", -1, mb, d.n * d.vocab, DType::kFp32, BufferRole::kWorkspace);
   h.max = st.allocate("xent_max", -1, mb, d.n, DType::kFp32);
   st.kernel(Kernel::kCrossEntropyMax, Phase::kForward, -1, mb, xd, {h.logits}, {h.max}, 0, d.dtype);
   h.sum = st.allocate("xent_sum", -1, mb, d.n, DType::kFp32);
@@ -112,11 +116,12 @@ BufferId tp2d_head_backward(StepState& st, int unit, int chunk, int mb) {
   const UnitViews& w = st.params(unit);
   const UnitViews& g = st.grads(unit);
   HeadActs h = st.take_head(chunk, mb);
-  const std::array<int64_t, 6> xd = {d.n, d.vocab, 0, tokens_per_iteration(st)};
+  const std::array<int64_t, 6> xd = {d.n, d.vocab, 0, tokens_per_iteration(st),
+                                     st.scenario.software.cross_entropy_fp32 ? 1 : 0};
   const BufferId dlogits = st.allocate("dlogits", -1, mb, d.n * d.vocab, d.dtype);
   st.kernel(Kernel::kCrossEntropyBwd, Phase::kBackward, -1, mb, xd, {h.logits, h.targets, h.max, h.sum}, {dlogits}, 0,
             d.dtype);
-  for (BufferId id : {h.logits, h.targets, h.max, h.sum}) st.release(id);
+  for (BufferId id : {h.logits, h.targets, h.max, h.sum, h.logits_fp32}) st.release(id);
   const BufferId table = gather_table(st, w.table, mb, Phase::kBackward);
   const BufferId dyf = st.allocate("dyf", -1, mb, d.n * d.hidden, d.dtype);
   st.linear_dgrad(-1, mb, dlogits, table, dyf, d.n, d.vocab, d.hidden);
