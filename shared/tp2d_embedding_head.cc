@@ -101,7 +101,11 @@ void grid_head_forward(StepState& st, const GridEndOps& e, int unit, int chunk, 
   st.release(table);
   tp2d_collective(st, CollectiveOp::kAllReduce, e.norm_group, -1, h.logits, h.logits,
                   d.n * d.vocab * dtype_bytes(d.dtype), Phase::kForward, -1, mb, d.dtype);
-  const std::array<int64_t, 6> xd = {d.n, d.vocab, 0, tokens_per_iteration(st)};
+  // dims[4]: the passes run on an fp32 copy of the logits (software.cross_entropy_fp32), as in
+  // shared/embedding_head_emitter.cc, whose memory is a buffer from the loss to its backward.
+  const int fp32_loss = st.scenario.software.cross_entropy_fp32 ? 1 : 0;
+  const std::array<int64_t, 6> xd = {d.n, d.vocab, 0, tokens_per_iteration(st), fp32_loss};
+  if (fp32_loss) h.logits_fp32 = st.allocate("logits_fp32", -1, mb, d.n * d.vocab, DType::kFp32, BufferRole::kWorkspace);
   // The row holds whole logits (all-reduced above): the loss is not vocabulary-parallel.
   const BufferId loss = cross_entropy_fwd(st, mb, xd, h, false);
   e.reduce_loss(st, loss, mb);
@@ -115,8 +119,9 @@ BufferId grid_head_backward(StepState& st, const GridEndOps& e, int unit, int ch
   const UnitViews& w = st.params(unit);
   const UnitViews& g = st.grads(unit);
   HeadActs h = st.take_head(chunk, mb);
-  const std::array<int64_t, 6> xd = {d.n, d.vocab, 0, tokens_per_iteration(st)};
-  const BufferId dlogits = cross_entropy_bwd(st, mb, xd, h);
+  const std::array<int64_t, 6> xd = {d.n, d.vocab, 0, tokens_per_iteration(st),
+                                     st.scenario.software.cross_entropy_fp32 ? 1 : 0};
+  const BufferId dlogits = cross_entropy_bwd(st, mb, xd, h);  // releases logits_fp32 too
   const BufferId table = e.gather_table(st, w.table, mb, Phase::kBackward);
   const BufferId dyf = st.allocate("dyf", -1, mb, d.n * d.hidden, d.dtype);
   st.linear_dgrad(-1, mb, dlogits, table, dyf, d.n, d.vocab, d.hidden);

@@ -185,6 +185,16 @@ double ComputeCostModel::attention_unfused_s(const Compute& c) const {
          2.0 * gemm_s(c.dtype, bh, s, hd, s);
 }
 
+double ComputeCostModel::flash_attention_s(DType t, bool bwd, bool causal, double seq, double head_dim, double flops,
+                                           double bytes) const {
+  const double peak_tflops = cluster_.peak_tflops(t);
+  double eff = flash_attention_efficiency(family_, bwd, causal, seq, head_dim, peak_tflops);
+  if (eff < 0) eff = (bwd ? kFlashFallbackBackward : kFlashFallbackForward) * head_dim / (head_dim + kFlashFallbackKHalf);
+  double time = bytes / (cluster_.hbm_bandwidth_gbps * 1e9 * memory_eff_);
+  if (peak_tflops > 0 && eff > 0) time = std::max(time, flops / (peak_tflops * 1e12 * eff));
+  return time + cluster_.kernel_launch_us * 1e-6;
+}
+
 double ComputeCostModel::d2d_copy_s(int64_t bytes) const { return stream_s(2.0 * double(bytes)); }
 
 double ComputeCostModel::opaque_s(const Compute& c, bool on_host) const {
@@ -224,29 +234,18 @@ double ComputeCostModel::time_s(const Compute& c, bool on_host) const {
   switch (c.kernel) {
     case Kernel::kGemm: return gemm_s(c.dtype, 1, double(d[0]), double(d[1]), double(d[2]), bytes);
     case Kernel::kAttention:
-    case Kernel::kAttentionBwd: {
+    case Kernel::kAttentionBwd:
       if (!flash_) return attention_unfused_s(c);
-      const bool bwd = c.kernel == Kernel::kAttentionBwd;
-      const double peak_tflops = cluster_.peak_tflops(c.dtype), hd = double(d[4]);
-      double eff = flash_attention_efficiency(family_, bwd, (c.flags & kCausal) != 0, double(d[1]), hd, peak_tflops);
-      if (eff < 0) eff = (bwd ? kFlashFallbackBackward : kFlashFallbackForward) * hd / (hd + kFlashFallbackKHalf);
-      double t = bytes / (cluster_.hbm_bandwidth_gbps * 1e9 * memory_eff_);
-      if (peak_tflops > 0 && eff > 0) t = std::max(t, c.matmul_flops() / (peak_tflops * 1e12 * eff));
-      return t + cluster_.kernel_launch_us * 1e-6;
-    }
+      return flash_attention_s(c.dtype, c.kernel == Kernel::kAttentionBwd, (c.flags & kCausal) != 0, double(d[1]),
+                               double(d[4]), c.matmul_flops(), bytes);
     case Kernel::kRingAttention:
     case Kernel::kRingAttentionBwd: {
       // A ring step is FlashAttention over 2*chunk queries (shared/ring_attention.h): the local
       // block causal (costed as kAttention is, on the square's flops), the others unmasked over
       // half the square (2c x c).
-      const bool bwd = c.kernel == Kernel::kRingAttentionBwd, causal = d[5] == 0;
-      const double peak_tflops = cluster_.peak_tflops(c.dtype), hd = double(d[4]);
-      double eff = flash_attention_efficiency(family_, bwd, causal, 2.0 * double(d[1]), hd, peak_tflops);
-      if (eff < 0) eff = (bwd ? kFlashFallbackBackward : kFlashFallbackForward) * hd / (hd + kFlashFallbackKHalf);
-      double t = bytes / (cluster_.hbm_bandwidth_gbps * 1e9 * memory_eff_);
-      const double flops = c.matmul_flops() * (causal ? 1.0 : 0.5);
-      if (peak_tflops > 0 && eff > 0) t = std::max(t, flops / (peak_tflops * 1e12 * eff));
-      return t + cluster_.kernel_launch_us * 1e-6;
+      const bool causal = d[5] == 0;
+      return flash_attention_s(c.dtype, c.kernel == Kernel::kRingAttentionBwd, causal, 2.0 * double(d[1]),
+                               double(d[4]), c.matmul_flops() * (causal ? 1.0 : 0.5), bytes);
     }
     default:
       // A kernel fused into the next one (shared/schedule.h kFusedIntoNext) is launched with it.

@@ -85,6 +85,10 @@ class ComputeCostModel {
   double stream_s(double bytes) const;
   double attention_unfused_s(const Compute& c) const;
   double opaque_s(const Compute& c, bool on_host) const;
+  // One FlashAttention kernel: `flops` at the measured efficiency for (bwd, causal, seq, head
+  // dim), or the fallback curve, bounded below by `bytes` at the achievable HBM bandwidth.
+  double flash_attention_s(DType t, bool bwd, bool causal, double seq, double head_dim, double flops,
+                           double bytes) const;
 
   ClusterSpec cluster_;
   KernelEfficiency eff_;

@@ -32,7 +32,10 @@ inline Component compute_component(const Compute& c, bool on_host) {
   if (on_host) return Component::kHost;
   if (c.kernel == Kernel::kAdam || c.phase == Phase::kOptimizer) return Component::kOptimizer;
   if (c.kernel == Kernel::kGemm) return Component::kGemm;
-  if (c.kernel == Kernel::kAttention || c.kernel == Kernel::kAttentionBwd) return Component::kAttention;
+  // A ring-attention step is a FlashAttention kernel over a block (shared/ring_attention.h).
+  if (c.kernel == Kernel::kAttention || c.kernel == Kernel::kAttentionBwd || c.kernel == Kernel::kRingAttention ||
+      c.kernel == Kernel::kRingAttentionBwd)
+    return Component::kAttention;
   return Component::kVector;
 }
 

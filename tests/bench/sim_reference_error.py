@@ -140,7 +140,45 @@ NEMO_MODELS = {
     "Nemotron-8B": (32, 4096, 32, 32, 16384, 256000, "gelu", "layernorm", False, 0.0),
     "Nemotron-22B": (40, 6144, 48, 48, 24576, 256000, "gelu", "layernorm", False, 0.0),
     "Nemotron-340B": (96, 18432, 96, 8, 73728, 256000, "gelu", "layernorm", False, 0.0),
+    # llama.py Llama3Config8B/70B (GQA with 8 query groups, RMSNorm, SwiGLU, untied, dropout 0); the
+    # Llama 3 tokenizer's 128256 entries.
+    "LLAMA3-8B": (32, 4096, 32, 8, 14336, 128256, "swiglu", "rmsnorm", False, 0.0),
+    "LLAMA3-70B": (80, 8192, 64, 8, 28672, 128256, "swiglu", "rmsnorm", False, 0.0),
 }
+
+
+def nemo_sets(r):
+    """The --set overrides of one NeMo row (a dict of the file's columns)."""
+    layers, hidden, heads, kv, ffn, vocab, act, norm, tied, dropout = NEMO_MODELS[r["model"]]
+    tp, pp, vp, cp = int(r["tp"]), int(r["pp"]), int(r["vp"]), int(r["cp"])
+    pad = 128 * tp
+    # Context parallelism (cp > 1): Megatron-Core's, through Transformer Engine's ring of K/V blocks
+    # over a load-balanced (zig-zag) split of the sequence: tandem's sp_mode ring_attention over an
+    # sp axis of size cp. That mode excludes Megatron sequence parallelism over the tensor group
+    # (NeMo runs both: sequence_parallel True with cp), so such a row's tensor-parallel layers run
+    # with all-reduces and without the TP communication overlap: same volume, not overlapped.
+    sp_mode = "ring_attention" if cp > 1 else ("megatron" if tp > 1 else "none")
+    return [f"model.name={r['model']}", f"model.layers={layers}", f"model.hidden={hidden}",
+            f"model.heads={heads}", f"model.kv_heads={kv}", f"model.ffn_hidden={ffn}",
+            f"model.vocab={(vocab + pad - 1) // pad * pad}", f"model.seq_len={r['seq']}",
+            f"model.activation={act}", f"model.norm={norm}", f"model.tied_embeddings={'true' if tied else 'false'}",
+            f"model.dropout={dropout}", "cluster.preset=dgx-h100", f"cluster.gpus={r['gpus']}",
+            f"strategy.tp={tp}", f"strategy.pp={pp}", "strategy.dp=0",
+            f"strategy.global_batch={r['global_batch']}", f"strategy.micro_batch={r['micro_batch']}",
+            "strategy.dtype=fp8", "strategy.recompute=none", "strategy.flash_attention=true",
+            "strategy.zero_stage=1", f"strategy.virtual_stages={vp}",
+            f"strategy.pp_schedule={'interleaved' if vp > 1 else '1f1b'}",
+            f"strategy.sp={cp}", f"strategy.sp_mode={sp_mode}",
+            "software.preset=megatron-core-0.8",
+            f"software.tp_comm_overlap={'true' if sp_mode == 'megatron' else 'false'}",
+            "software.overlap_param_gather=true",
+            # NeMo 24.07 trains with optim.name distributed_fused_adam (NeMo's MegatronDistributedFusedAdam
+            # over Apex's DistributedFusedAdam), overlap_grad_sync True, and in its FP8 configuration
+            # grad_sync_dtype bf16: NVIDIA/NeMo-Framework-Launcher tag 24.07 (8325688d8345a5513660f0f8390f0482a721c009)
+            # launcher_scripts/conf/training/gpt3/175b_fp8.yaml:171-177 (and nemotron/nemotron_340b.yaml:158-163).
+            # Apex (NVIDIA/apex@23c1f86520e22b505e8fdfcf6298273dff2d93d8) allocates its contiguous gradient
+            # buffer unsharded in grad_sync_dtype (distributed_fused_adam.py:1099-1124): 2 bytes a parameter.
+            "software.grad_reduce_dtype=param", "software.grad_reduce_overlap=true"]
 
 
 def nemo(binary, timeout, max_gpus):
@@ -148,28 +186,10 @@ def nemo(binary, timeout, max_gpus):
     for r in rows("nemo_24.07_h100_fp8.tsv"):
         label = f"nemo {r['model']} {r['gpus']} GPUs (TFLOP/s/GPU)"
         ref = float(r["model_tflops_per_gpu"])
-        if int(r["cp"]) > 1:
-            out.append((label, ref, None, f"skipped: cp={r['cp']} needs context parallelism, not in tandem yet", 0, None))
-            continue
         if int(r["gpus"]) > max_gpus:
             out.append((label, ref, None, f"skipped: {r['gpus']} GPUs > --max-gpus", 0, None))
             continue
-        layers, hidden, heads, kv, ffn, vocab, act, norm, tied, dropout = NEMO_MODELS[r["model"]]
-        tp, pp, vp = int(r["tp"]), int(r["pp"]), int(r["vp"])
-        pad = 128 * tp
-        sets = [f"model.name={r['model']}", f"model.layers={layers}", f"model.hidden={hidden}",
-                f"model.heads={heads}", f"model.kv_heads={kv}", f"model.ffn_hidden={ffn}",
-                f"model.vocab={(vocab + pad - 1) // pad * pad}", f"model.seq_len={r['seq']}",
-                f"model.activation={act}", f"model.norm={norm}", f"model.tied_embeddings={'true' if tied else 'false'}",
-                f"model.dropout={dropout}", "cluster.preset=dgx-h100", f"cluster.gpus={r['gpus']}",
-                f"strategy.tp={tp}", f"strategy.pp={pp}", "strategy.dp=0",
-                f"strategy.global_batch={r['global_batch']}", f"strategy.micro_batch={r['micro_batch']}",
-                "strategy.dtype=fp8", "strategy.recompute=none", "strategy.flash_attention=true",
-                "strategy.zero_stage=1", f"strategy.virtual_stages={vp}",
-                f"strategy.pp_schedule={'interleaved' if vp > 1 else '1f1b'}",
-                f"strategy.sp_mode={'megatron' if tp > 1 else 'none'}",
-                "software.preset=megatron-core-0.8",
-                f"software.tp_comm_overlap={'true' if tp > 1 else 'false'}", "software.overlap_param_gather=true"]
+        sets = nemo_sets(r)
         try:
             j, wall = run(binary, sets, timeout)
             if j.get("oom"):  # no iteration time: not a prediction error, say so

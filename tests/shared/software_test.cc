@@ -280,6 +280,43 @@ TEST(SoftwareSchedule, CrossEntropyOnAnFp32Copy) {
   for (const Buffer& b : bf16.program(0).buffers) EXPECT_EQ(b.name.find("logits_fp32"), std::string::npos);
 }
 
+TEST(SoftwareSchedule, CrossEntropyOnAnFp32CopyIn2dTensorParallelism) {
+  // The 2D head (shared/tp2d_embedding_head.cc), tp 4 as a 2 x 2 grid: each rank holds the logits
+  // of half the 64 tokens of a micro-batch over the whole 256-entry vocabulary (the table gathered,
+  // the logits all-reduced over the row): 32 x 256 = 8192 logits; the same bytes a logit as the 1D
+  // head (CrossEntropyOnAnFp32Copy), and the fp32 copy's memory.
+  const std::vector<std::string> base = {"cluster.gpus=4", "strategy.tp=4", "strategy.tp_mode=2d",
+                                         "strategy.dtype=bf16"};
+  std::vector<std::string> off = base;
+  off.push_back("software.cross_entropy_fp32=false");
+  const Schedule fp32(tiny(base)), bf16(tiny(off));
+  const double cells = 32.0 * 256;
+  const std::pair<Kernel, std::pair<double, double>> expected[] = {
+      {Kernel::kCrossEntropyMax, {10 * cells, 2 * cells}},
+      {Kernel::kCrossEntropySumExp, {20 * cells, 2 * cells}},
+      {Kernel::kCrossEntropyBwd, {14 * cells, 4 * cells}},
+  };
+  for (const auto& [k, bytes] : expected) {
+    const std::vector<Compute> a = kernels_of(fp32, k), b = kernels_of(bf16, k);
+    ASSERT_EQ(a.size(), 4u) << to_string(k);
+    ASSERT_EQ(b.size(), 4u) << to_string(k);
+    EXPECT_EQ(a[0].dims[0], 32) << to_string(k);
+    EXPECT_EQ(a[0].dims[1], 256) << to_string(k);
+    EXPECT_EQ(a[0].dims[4], 1) << to_string(k);
+    EXPECT_EQ(b[0].dims[4], 0) << to_string(k);
+    EXPECT_DOUBLE_EQ(a[0].bytes_moved(), bytes.first) << to_string(k);
+    EXPECT_DOUBLE_EQ(b[0].bytes_moved(), bytes.second) << to_string(k);
+  }
+  int copies = 0;
+  for (const Buffer& b : fp32.program(0).buffers)
+    if (b.name.find("logits_fp32") != std::string::npos) {
+      EXPECT_EQ(b.bytes, int64_t(cells) * 4);
+      ++copies;
+    }
+  EXPECT_EQ(copies, 4);
+  for (const Buffer& b : bf16.program(0).buffers) EXPECT_EQ(b.name.find("logits_fp32"), std::string::npos);
+}
+
 TEST(SoftwareSchedule, BiasDropoutAddFused) {
   // tiny-gpt, bf16, dropout 0.1: the residual dropout of each block is fused into its add. A
   // micro-batch's residual stream is 64 tokens x 64 = 4096 elements: fused, the dropout reads the

@@ -153,6 +153,20 @@ TEST(PredictionInterval, BusyTimeIsAttributedToComponents) {
   EXPECT_EQ(bp[size_t(Component::kNvlink)], 0);
 }
 
+TEST(PredictionInterval, AttentionKernelsOfEveryKindAreAttention) {
+  // FlashAttention, unfused attention and the ring-attention steps (FlashAttention over a block)
+  // are one component; the K/V packing around the ring is a vector kernel.
+  for (Kernel k : {Kernel::kAttention, Kernel::kAttentionBwd, Kernel::kRingAttention, Kernel::kRingAttentionBwd}) {
+    Compute c;
+    c.kernel = k;
+    EXPECT_EQ(compute_component(c, false), Component::kAttention) << int(k);
+    EXPECT_EQ(compute_component(c, true), Component::kHost) << int(k);
+  }
+  Compute pack;
+  pack.kernel = Kernel::kKvPack;
+  EXPECT_EQ(compute_component(pack, false), Component::kVector);
+}
+
 TEST(PredictionInterval, JsonCarriesTheIntervalAroundThePoint) {
   const SimResult r = run_pair(1, false);
   ClusterSpec c = test_cluster(16);
