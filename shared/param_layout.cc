@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "shared/chunk_layout.h"
 #include "shared/tp2d_groups.h"
 
 namespace tandem {
@@ -118,6 +119,10 @@ ParamLayout make_param_layout(const Scenario& sc, int stage, int ti) {
       else u.shares_embedding = true;
       lay.units.push_back(std::move(u));
     }
+  }
+  if (uses_chunks(st)) {
+    pack_units_into_chunks(sc, lay);
+    return lay;
   }
   // Buckets in backward order, closing at the bucket size or a chunk boundary.
   const int64_t bucket_elements =

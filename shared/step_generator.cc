@@ -140,10 +140,9 @@ std::unique_ptr<ProgramGenerator> make_step_generator(const Scenario& sc, const 
   if (s.sp_mode == SpMode::kRing)
     throw Error(where + "strategy.sp_mode = " + to_string(s.sp_mode) +
                 ": Colossal-AI's ring self-attention is not generated yet (megatron, ulysses and ring_attention are)");
-  if (s.offload == Offload::kAuto || s.offload == Offload::kParams)
+  if (s.offload == Offload::kAuto)
     throw Error(where + "strategy.offload = " + to_string(s.offload) +
-                ": only optimizer offload is generated so far (parameter offload and Gemini's auto "
-                "placement are planned)");
+                ": optimizer and params offload are generated so far (Gemini's auto placement is planned)");
   return std::make_unique<StepGenerator>(sc, grid);
 }
 

@@ -89,6 +89,17 @@ const Strategy kStrategies[] = {
     {"ring_attention_sp2_tp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ring_attention --set strategy.tp=2"},
     {"ring_attention_sp2_full_recompute",
      "-n 2 --set strategy.sp=2 --set strategy.sp_mode=ring_attention --set strategy.recompute=full"},
+    // Heterogeneous memory (docs/offload.md): real copies between the driver's device and host
+    // arenas. Optimizer offload (ZeRO-Offload) alone and with ZeRO-3; parameter offload at 0.5 of
+    // the Gemini chunks (chunk_min_m 0 and chunk_search_range_m 0 give the tiny GPT 6 chunks, 3 on
+    // the host: tests/shared/offload_schedule_test.cc), alone and ZeRO-3 over 2 ranks.
+    {"offload_optimizer", "-n 1 --set strategy.offload=optimizer"},
+    {"dp2_zero3_offload_optimizer", "-n 2 --set strategy.zero_stage=3 --set strategy.offload=optimizer"},
+    {"offload_params_half", "-n 1 --set strategy.offload=params --set strategy.offload_fraction=0.5 "
+                            "--set strategy.chunk_min_m=0 --set strategy.chunk_search_range_m=0"},
+    {"dp2_zero3_offload_params_half", "-n 2 --set strategy.zero_stage=3 --set strategy.offload=params "
+                                      "--set strategy.offload_fraction=0.5 --set strategy.chunk_min_m=0 "
+                                      "--set strategy.chunk_search_range_m=0"},
 };
 
 void PrintTo(const Strategy& s, std::ostream* os) { *os << s.name; }
