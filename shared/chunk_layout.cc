@@ -8,7 +8,7 @@ namespace tandem {
 
 bool uses_chunks(const StrategySpec& s) { return s.offload == Offload::kParams || s.offload == Offload::kAuto; }
 
-void pack_units_into_chunks(const Scenario& sc, ParamLayout& lay) {
+void pack_units_into_chunks(const Scenario& sc, ParamLayout& lay, const std::vector<bool>* host_chunks) {
   const StrategySpec& st = sc.strategy;
   const int dp = st.dp * st.sp;  // sharded over the data and sequence ranks together
   std::vector<int64_t> sizes;
@@ -23,7 +23,9 @@ void pack_units_into_chunks(const Scenario& sc, ParamLayout& lay) {
   std::vector<int64_t> bytes;
   for (const PackedChunk& c : chunks) bytes.push_back(c.capacity * dtype_bytes(st.dtype));
   std::vector<bool> host(chunks.size(), false);
-  if (st.offload == Offload::kParams && !found.keep_gathered) host = host_chunks(bytes, st.offload_fraction);
+  if (st.offload == Offload::kParams && !found.keep_gathered) host = tandem::host_chunks(bytes, st.offload_fraction);
+  if (st.offload == Offload::kAuto && host_chunks)
+    for (size_t c = 0; c < host.size() && c < host_chunks->size(); ++c) host[c] = (*host_chunks)[c];
 
   lay.buckets.clear();
   lay.bucket_of_unit.assign(lay.units.size(), -1);

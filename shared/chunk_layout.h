@@ -14,6 +14,9 @@ namespace tandem {
 
 bool uses_chunks(const StrategySpec& strategy);
 // Replaces the layout's buckets by chunks.
-void pack_units_into_chunks(const Scenario& scenario, ParamLayout& layout);
+// host_chunks (offload auto, shared/auto_placement.h): the chunks on the host, in execution order
+// (chunks past its end stay on the device).
+void pack_units_into_chunks(const Scenario& scenario, ParamLayout& layout,
+                            const std::vector<bool>* host_chunks = nullptr);
 
 }  // namespace tandem

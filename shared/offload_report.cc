@@ -1,5 +1,7 @@
 #include "shared/offload_report.h"
 
+#include <variant>
+
 #include "shared/chunk_layout.h"
 #include "shared/param_layout.h"
 #include "shared/plan_report.h"
@@ -12,8 +14,13 @@ void print_offload_text(std::ostream& os, const Schedule& s, const PlanSummary& 
   os << "\noffload     " << to_string(sc.strategy.offload) << "\n";
   if (uses_chunks(sc.strategy)) {
     const ParamLayout lay = make_param_layout(sc, 0, 0);
+    // The chunks' homes on the host are the host parameter buffers of the program (under auto
+    // the placement comes from the warm-up pass, not from the layout).
+    const Program p = s.program(s.rank_classes().front().representative);
     int host = 0;
-    for (const GradBucket& b : lay.buckets) host += b.on_host ? 1 : 0;
+    for (const Task& t : p.tasks)
+      if (const Alloc* a = std::get_if<Alloc>(&t.op))
+        host += p.buffers[a->buffer].placement == Placement::kHost && p.buffers[a->buffer].role == BufferRole::kParam;
     os << "  chunks    " << lay.buckets.size() << " of " << lay.chunk_elements
        << " elements (Gemini's search), " << host << " on the host, " << lay.chunk_wasted_elements
        << " elements of padding (rank 0)\n";

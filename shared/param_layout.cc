@@ -88,7 +88,7 @@ int64_t ParamLayout::elements() const {
   return n;
 }
 
-ParamLayout make_param_layout(const Scenario& sc, int stage, int ti) {
+ParamLayout make_param_layout(const Scenario& sc, int stage, int ti, const std::vector<bool>* host_chunks) {
   const ModelSpec& m = sc.model;
   const StrategySpec& st = sc.strategy;
   const int p = st.pp, v = st.virtual_stages;
@@ -121,7 +121,7 @@ ParamLayout make_param_layout(const Scenario& sc, int stage, int ti) {
     }
   }
   if (uses_chunks(st)) {
-    pack_units_into_chunks(sc, lay);
+    pack_units_into_chunks(sc, lay, host_chunks);
     return lay;
   }
   // Buckets in backward order, closing at the bucket size or a chunk boundary.

@@ -66,6 +66,8 @@ struct ParamLayout {
   int64_t elements() const;             // unpadded, this rank
 };
 
-ParamLayout make_param_layout(const Scenario& scenario, int stage, int tp_index);
+// host_chunks (offload auto): which chunks, in execution order, are on the host.
+ParamLayout make_param_layout(const Scenario& scenario, int stage, int tp_index,
+                              const std::vector<bool>* host_chunks = nullptr);
 
 }  // namespace tandem

@@ -128,3 +128,56 @@ TEST(OffloadParams, Rules) {
 
 }  // namespace
 }  // namespace tandem
+
+namespace tandem {
+namespace {
+
+const std::vector<std::string> kAuto = {"strategy.offload=auto", "strategy.chunk_min_m=0",
+                                        "strategy.chunk_search_range_m=0"};
+
+int64_t copies(const Program& p) {
+  int64_t n = 0;
+  for (const Task& t : p.tasks) n += std::holds_alternative<Copy>(t.op);
+  return n;
+}
+
+TEST(OffloadAuto, NothingMovesWhenEverythingFits) {
+  const Schedule s(testing::tiny(kAuto));  // 80 GiB
+  EXPECT_EQ(copies(s.program(0)), 0);
+}
+
+TEST(OffloadAuto, EvictsUntilThePeakIsUnderTheCap) {
+  // 0.004 GiB: the cap is 0.9 * 4 294 967 = 3 865 470 bytes; every chunk on the device (the
+  // warm-up) peaks above it, so some chunks go to the host and the peak ends under it.
+  for (const char* gpus : {"cluster.gpus=1", "cluster.gpus=2"}) {
+    const std::vector<std::string> sets = with(kAuto, {gpus, "strategy.zero_stage=3", "cluster.hbm_gib=0.004"});
+    const int64_t cap = int64_t(0.9 * double(int64_t(0.004 * 1073741824.0)));
+    const Schedule s(testing::tiny(sets));
+    EXPECT_LE(memory_profile(s, 0).peak_device_bytes, cap) << gpus;
+    EXPECT_GT(copies(s.program(0)), 0) << gpus;
+    const Schedule warmup(testing::tiny(with(sets, {"cluster.hbm_gib=80"})));
+    EXPECT_GT(memory_profile(warmup, 0).peak_device_bytes, cap) << gpus;
+  }
+}
+
+TEST(OffloadAuto, FailsWithTheTaskAndTheBytesWhenNothingFits) {
+  // With every chunk on the host the program is offload params at fraction 1: its peak is what
+  // the error names, against 0.9 * 0.003 GiB = 2 899 102 bytes.
+  const Schedule all(testing::tiny(with(kHalf, {"strategy.offload_fraction=1"})));
+  const MemoryProfile m = memory_profile(all, 0);
+  ASSERT_GT(m.peak_device_bytes, 2899102);
+  try {
+    Schedule s(testing::tiny(with(kAuto, {"cluster.hbm_gib=0.003"})));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kOutOfMemory);
+    const std::string w = e.what();
+    EXPECT_NE(w.find("needs " + std::to_string(m.peak_device_bytes) + " bytes at task " + std::to_string(m.peak_task)),
+              std::string::npos)
+        << w;
+    EXPECT_NE(w.find("2899102 bytes"), std::string::npos) << w;
+  }
+}
+
+}  // namespace
+}  // namespace tandem
