@@ -102,10 +102,25 @@ std::vector<int> touched_buckets(const StepState& st, int unit) {
   return k;
 }
 
+// Buckets gathered before use and freed after: every one under ZeRO-3, and the chunks on the host
+// (offload params: shared/offload_emitter.cc).
+bool gathers(const StepState& st, int k) { return zero_stage(st) == 3 || st.layout.buckets[k].on_host; }
+bool any_gathered(const StepState& st) {
+  if (zero_stage(st) == 3) return true;
+  for (const GradBucket& b : st.layout.buckets)
+    if (b.on_host) return true;
+  return false;
+}
+
 void gather_bucket(StepState& st, int k) {
   BucketBuffers& bb = st.bucket(k);
-  if (bb.gathered) return;
+  if (bb.gathered || !gathers(st, k)) return;
   const TaskId throttle = st.program.last_on(Stream::kCompute);  // prefetch at most one bucket ahead
+  if (st.layout.buckets[k].on_host) {
+    gather_host_chunk(st, k, throttle);
+    bb.gathered = true;
+    return;
+  }
   if (throttle == kNoId) st.program.alloc(bb.param, Stream::kGradComm);
   else st.program.alloc(bb.param, Stream::kGradComm, {throttle});
   dp_collective(st, CollectiveOp::kAllGather, bb.param_shard, bb.param, st.program.buffer_at(bb.param).bytes,
@@ -126,13 +141,19 @@ void emit_persistent_state(StepState& st) {
     BucketBuffers bb;
     const int64_t E = gb.elements, S = gb.shard_elements;
     bb.param = st.program.buffer(bname(k, "params"), E * e, st.dims.dtype, BufferRole::kParam);
-    if (zero < 3) {
+    if (gb.on_host && zero < 3) {
+      bb.host_param = st.program.buffer(bname(k, "host_params"), E * e, st.dims.dtype, BufferRole::kParam, Placement::kHost);
+      st.program.set_shard(bb.host_param, bb.param, 0);
+      st.program.alloc(bb.host_param, Stream::kCompute);
+    } else if (zero < 3) {
       st.program.alloc(bb.param, Stream::kCompute);
       if (zero >= 1) bb.param_shard = st.program.view(bb.param, r * S * e, S * e, st.dims.dtype, bname(k, "param_shard"));
     } else {
-      bb.param_shard = st.program.buffer(bname(k, "param_shard"), S * e, st.dims.dtype, BufferRole::kParam);
+      bb.param_shard = st.program.buffer(bname(k, "param_shard"), S * e, st.dims.dtype, BufferRole::kParam,
+                                         gb.on_host ? Placement::kHost : Placement::kDevice);
       st.program.set_shard(bb.param_shard, bb.param, r * S * e);
       st.program.alloc(bb.param_shard, Stream::kCompute);
+      if (gb.on_host) bb.host_param = bb.param_shard;
     }
     const DType gt = st.scenario.grad_dtype();
     const int g = dtype_bytes(gt);
@@ -145,12 +166,13 @@ void emit_persistent_state(StepState& st) {
       st.program.alloc(bb.grad_shard, Stream::kCompute);
     }
     const int64_t n = zero >= 1 ? S : E;
+    const Placement place = gb.on_host ? Placement::kHost : opt_place;
     if (st.dims.dtype != DType::kFp32 || off) {
-      bb.master = st.program.buffer(bname(k, "master"), n * 4, DType::kFp32, BufferRole::kOptimizer, opt_place);
+      bb.master = st.program.buffer(bname(k, "master"), n * 4, DType::kFp32, BufferRole::kOptimizer, place);
       st.program.alloc(bb.master, Stream::kCompute);
     }
-    bb.m = st.program.buffer(bname(k, "adam_m"), n * 4, DType::kFp32, BufferRole::kOptimizer, opt_place);
-    bb.v = st.program.buffer(bname(k, "adam_v"), n * 4, DType::kFp32, BufferRole::kOptimizer, opt_place);
+    bb.m = st.program.buffer(bname(k, "adam_m"), n * 4, DType::kFp32, BufferRole::kOptimizer, place);
+    bb.v = st.program.buffer(bname(k, "adam_v"), n * 4, DType::kFp32, BufferRole::kOptimizer, place);
     st.program.alloc(bb.m, Stream::kCompute);
     st.program.alloc(bb.v, Stream::kCompute);
     for (size_t i = 0; i < gb.units.size(); ++i) {
@@ -184,7 +206,7 @@ void emit_param_gathers(StepState& st) {
 }
 
 void ensure_params(StepState& st, int unit, bool forward) {
-  if (zero_stage(st) < 3) return;
+  if (!any_gathered(st)) return;
   const int k = st.layout.bucket_of_unit[unit];
   for (int t : touched_buckets(st, unit)) gather_bucket(st, t);
   const int next = forward ? k - 1 : k + 1;
@@ -194,7 +216,7 @@ void ensure_params(StepState& st, int unit, bool forward) {
 }
 
 void release_params_after(StepState& st, int unit, bool forward) {
-  if (zero_stage(st) < 3) return;
+  if (!any_gathered(st)) return;
   const int k = st.layout.bucket_of_unit[unit];
   const GradBucket& gb = st.layout.buckets[k];
   const int last = forward ? gb.units.front() : gb.units.back();
@@ -349,7 +371,10 @@ void emit_optimizer(StepState& st) {
     const int64_t n = zero >= 1 ? gb.shard_elements : gb.elements;
     BufferId grad = zero == 0 ? bb.grad : bb.grad_shard;
     BufferId param = zero == 0 ? bb.param : bb.param_shard;
-    if (!off) {
+    if (gb.on_host) {
+      host_chunk_step(st, k, grad, n, wait);
+      wait = kNoId;
+    } else if (!off) {
       BufferId master = bb.master != kNoId ? bb.master : param;
       Compute c;
       c.kernel = Kernel::kAdam;

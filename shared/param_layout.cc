@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "shared/chunk_layout.h"
 #include "shared/tp2d_groups.h"
 #include "shared/tp3d_groups.h"
 
@@ -107,7 +108,7 @@ int64_t ParamLayout::elements() const {
   return n;
 }
 
-ParamLayout make_param_layout(const Scenario& sc, int stage, int ti) {
+ParamLayout make_param_layout(const Scenario& sc, int stage, int ti, const std::vector<bool>* host_chunks) {
   const ModelSpec& m = sc.model;
   const StrategySpec& st = sc.strategy;
   const int p = st.pp, v = st.virtual_stages;
@@ -139,6 +140,10 @@ ParamLayout make_param_layout(const Scenario& sc, int stage, int ti) {
       else u.shares_embedding = true;
       lay.units.push_back(std::move(u));
     }
+  }
+  if (uses_chunks(st)) {
+    pack_units_into_chunks(sc, lay, host_chunks);
+    return lay;
   }
   // Buckets in backward order, closing at the bucket size or a chunk boundary.
   const int64_t bucket_elements =

@@ -53,6 +53,7 @@ struct GradBucket {
   // where the first and last stage all-reduce them (an earlier all-reduce would wait on a stage
   // that is still waiting on this one).
   bool deferred = false;
+  bool on_host = false;  // a Gemini chunk whose parameters and optimizer states live on the host
 };
 
 struct ParamLayout {
@@ -60,9 +61,13 @@ struct ParamLayout {
   std::vector<GradBucket> buckets;  // backward order
   std::vector<int> bucket_of_unit;
   std::vector<int64_t> offset_of_unit;  // element offset within its bucket
+  // Gemini chunks (shared/chunk_layout.h): the searched chunk size and the padding of all chunks.
+  int64_t chunk_elements = 0, chunk_wasted_elements = 0;
   int64_t elements() const;             // unpadded, this rank
 };
 
-ParamLayout make_param_layout(const Scenario& scenario, int stage, int tp_index);
+// host_chunks (offload auto): which chunks, in execution order, are on the host.
+ParamLayout make_param_layout(const Scenario& scenario, int stage, int tp_index,
+                              const std::vector<bool>* host_chunks = nullptr);
 
 }  // namespace tandem

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "shared/json_writer.h"
+#include "shared/offload_report.h"
 #include "shared/rank_grid.h"
 
 namespace tandem {
@@ -69,6 +70,7 @@ void print_plan_text(std::ostream& os, const Schedule& s, const PlanSummary& sum
   os << "\npeak memory " << format_bytes(double(sum.peak_memory_bytes)) << " on rank " << sum.peak_rank << " of "
      << format_bytes(double(sum.hbm_bytes)) << ": " << (sum.fits ? "fits" : "DOES NOT FIT") << "\n";
   if (sum.peak_host_bytes > 0) os << "host memory " << format_bytes(double(sum.peak_host_bytes)) << " per rank (offloaded state)\n";
+  print_offload_text(os, s, sum);
 }
 
 void print_plan_json(std::ostream& os, const Schedule& s, const PlanSummary& sum) {

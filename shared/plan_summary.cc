@@ -1,8 +1,10 @@
 #include "shared/plan_summary.h"
 
+#include <algorithm>
 #include <map>
 #include <variant>
 
+#include "shared/error.h"
 #include "shared/pipeline_memory.h"
 #include "shared/resource_limit.h"
 #include "shared/rank_grid.h"
@@ -28,6 +30,7 @@ RankPlan plan_rank(const Schedule& s, const RankClass& rc, const Program& p) {
       if (m->is_send) r.p2p_bytes = checked_add(r.p2p_bytes, m->bytes, "a rank's sent bytes");
     } else if (const Copy* c = std::get_if<Copy>(&t.op)) {
       r.offload_bytes = checked_add(r.offload_bytes, c->bytes, "a rank's copied bytes");
+      if (c->direction == CopyDirection::kH2D) r.offload_h2d_bytes += c->bytes;
     }
   }
   return r;
@@ -89,7 +92,21 @@ PlanSummary summarize(const Schedule& s) {
     sum.ranks.push_back(std::move(r));
   }
   sum.fits = sum.peak_memory_bytes <= sum.hbm_bytes;
+  const int per_node = std::min(sc.cluster.gpus, sc.cluster.gpus_per_node);
+  sum.host_bytes_per_node = checked_mul(sum.peak_host_bytes, int64_t{per_node}, "host bytes per node");
+  sum.host_memory_bytes = static_cast<int64_t>(sc.cluster.host_memory_gib * 1073741824.0);
   return sum;
+}
+
+void check_host_memory(const Scenario& sc, const PlanSummary& sum) {
+  if (sum.host_memory_bytes <= 0 || sum.host_bytes_per_node <= sum.host_memory_bytes) return;
+  const int per_node = std::min(sc.cluster.gpus, sc.cluster.gpus_per_node);
+  throw Error(sc.origin + ": cluster.host_memory_gib: the offloaded state needs " +
+                  std::to_string(sum.host_bytes_per_node) + " bytes of host memory per node (" +
+                  std::to_string(sum.peak_host_bytes) + " bytes at the peak of a rank x " + std::to_string(per_node) +
+                  " GPUs per node), more than the node's " + std::to_string(sum.host_memory_bytes) + " bytes (" +
+                  std::to_string(sc.cluster.host_memory_gib) + " GiB)",
+              ErrorKind::kOutOfMemory);
 }
 
 }  // namespace tandem

@@ -25,6 +25,7 @@ struct RankPlan {
   std::array<int64_t, kGroupKindCount> collective_bytes{};  // by group kind, per iteration
   int64_t p2p_bytes = 0;      // sent
   int64_t offload_bytes = 0;  // host <-> device copies
+  int64_t offload_h2d_bytes = 0;  // of which host to device
 };
 
 struct PlanSummary {
@@ -38,9 +39,15 @@ struct PlanSummary {
   int peak_rank = 0;
   int64_t peak_host_bytes = 0;              // max over ranks, offloaded state
   bool fits = true;                         // the peak fits in HBM
+  // The host memory a node needs: the largest per-rank host peak times the GPUs of a node (an upper
+  // bound: the ranks' peaks need not coincide; the simulator tracks the node's sum over time).
+  int64_t host_bytes_per_node = 0;
+  int64_t host_memory_bytes = 0;            // cluster.host_memory_gib (0: not given)
   int64_t hbm_bytes = 0;
 };
 
 PlanSummary summarize(const Schedule& schedule);
+// Throws Error (kOutOfMemory), with the figures, when host_bytes_per_node exceeds the host memory.
+void check_host_memory(const Scenario& scenario, const PlanSummary& summary);
 
 }  // namespace tandem

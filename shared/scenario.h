@@ -108,6 +108,9 @@ struct StrategySpec {
   double bucket_mb = 25;
   bool flash_attention = false;
   CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::kAuto;
+  double offload_fraction = 0;        // offload params: host share of the parameter chunks
+  double chunk_search_range_m = 32;   // Gemini's chunk search range, 2^20 elements
+  double chunk_min_m = 32;            // Gemini's minimum chunk, 2^20 elements
 
   int world_size() const { return dp * tp * pp * sp; }
   // Micro-batches each pipeline runs per iteration: global_batch / (dp * micro_batch).

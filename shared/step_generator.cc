@@ -2,6 +2,7 @@
 // backward passes (each one micro-batch through one model chunk), then the optimizer.
 #include "shared/step_generator.h"
 
+#include "shared/auto_placement.h"
 #include "shared/error.h"
 #include "shared/pipeline_order.h"
 #include "shared/process_groups.h"
@@ -14,6 +15,8 @@ class StepGenerator : public ProgramGenerator {
  public:
   StepGenerator(const Scenario& sc, const RankGrid& grid) : sc_(sc), grid_(grid) {}
   Program generate(int rank) const override;
+  // offload auto: the chunks on the host (shared/auto_placement.h).
+  void set_host_chunks(std::vector<bool> host) { host_ = std::move(host), auto_ = true; }
 
  private:
   void forward(StepState& st, int chunk, int mb) const;
@@ -21,6 +24,8 @@ class StepGenerator : public ProgramGenerator {
 
   const Scenario& sc_;
   const RankGrid& grid_;
+  std::vector<bool> host_;
+  bool auto_ = false;
 };
 
 // Transformer Engine's fp8_autocast wraps a chunk's transformer layers (Megatron-Core's
@@ -112,7 +117,7 @@ void StepGenerator::backward(StepState& st, int chunk, int mb) const {
 }
 
 Program StepGenerator::generate(int rank) const {
-  StepState st(sc_, grid_, rank);
+  StepState st(sc_, grid_, rank, auto_ ? &host_ : nullptr);
   // About 90 tasks and 30 buffers per layer and micro-batch (measured on the GPT generators).
   const size_t work = size_t(st.micro_batches) * (st.layout.units.size() + 2);
   st.program.reserve(work * 100 + 1024, work * 40 + 1024);
@@ -137,11 +142,16 @@ std::unique_ptr<ProgramGenerator> make_step_generator(const Scenario& sc, const 
   if (s.sp_mode == SpMode::kRing)
     throw Error(where + "strategy.sp_mode = " + to_string(s.sp_mode) +
                 ": Colossal-AI's ring self-attention is not generated yet (megatron, ulysses and ring_attention are)");
-  if (s.offload == Offload::kAuto || s.offload == Offload::kParams)
-    throw Error(where + "strategy.offload = " + to_string(s.offload) +
-                ": only optimizer offload is generated so far (parameter offload and Gemini's auto "
-                "placement are planned)");
-  return std::make_unique<StepGenerator>(sc, grid);
+  auto gen = std::make_unique<StepGenerator>(sc, grid);
+  if (s.offload == Offload::kAuto) {
+    const int chunks = int(make_param_layout(sc, 0, 0).buckets.size());
+    gen->set_host_chunks(plan_auto_placement(sc, chunks, [&](const std::vector<bool>& host) {
+                           StepGenerator g(sc, grid);
+                           g.set_host_chunks(host);
+                           return g.generate(0);
+                         }).host);
+  }
+  return gen;
 }
 
 }  // namespace tandem

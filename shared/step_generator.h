@@ -7,9 +7,8 @@
 // selective activation recompute.
 //
 // Not yet generated (the scenario is rejected with a clear message): 3D tensor parallelism,
-// Colossal-AI's ring self-attention, parameter offload and Gemini's auto
-// placement. Optimizer offload is generated. The IR already carries what they
-// need (broadcast/reduce collectives, group axes, host placement, copy streams).
+// Colossal-AI's ring self-attention. Optimizer offload, parameter offload and Gemini's auto
+// placement (Gemini chunks, docs/offload.md) are generated.
 #pragma once
 
 #include <memory>

@@ -96,6 +96,9 @@ struct BucketBuffers {
   BufferId master = kNoId, m = kNoId, v = kNoId;  // optimizer states (shards under ZeRO >= 1)
   bool gathered = false;         // ZeRO-3: the whole bucket is allocated now
   bool grad_live = false;        // ZeRO-2/3: the per-micro-batch gradient is allocated now
+  // offload params, a chunk on the host: the host buffer it is gathered from (its shard under
+  // ZeRO-3, the whole chunk without data parallelism) and the device copy of the shard.
+  BufferId host_param = kNoId, staging = kNoId;
 };
 
 // One rank's program while the step generator writes it. The public constants say what the
@@ -104,7 +107,8 @@ struct BucketBuffers {
 // check that every kept thing is taken back once, in the order the pipeline needs.
 class StepState {
  public:
-  StepState(const Scenario& scenario, const RankGrid& grid, int rank);
+  // host_chunks: offload auto's placement of the Gemini chunks (shared/auto_placement.h).
+  StepState(const Scenario& scenario, const RankGrid& grid, int rank, const std::vector<bool>* host_chunks = nullptr);
 
   const Scenario& scenario;
   const RankGrid& grid;
@@ -255,6 +259,10 @@ void release_params_after(StepState& st, int unit, bool forward);
 void ensure_grads(StepState& st, int unit);
 void after_unit_backward(StepState& st, int unit, int mb);
 void emit_optimizer(StepState& st);
+// offload_emitter.cc: a chunk on the host (offload params): its gather to the device before a
+// pass (allocations after `throttle`), and its optimizer step on the host after task `wait`.
+void gather_host_chunk(StepState& st, int k, TaskId throttle);
+void host_chunk_step(StepState& st, int k, BufferId grad, int64_t n, TaskId wait);
 // fp8_state.cc: strategy.dtype fp8, the FP8 weight copies and the scaling state of every layer.
 void emit_fp8_state(StepState& st);
 // The amax reduction at the end of a chunk's forward (forward) or backward of micro-batch mb.

@@ -4,6 +4,7 @@
 
 #include "shared/error.h"
 #include "shared/scenario_resolver.h"
+#include "shared/offload_rules.h"
 #include "shared/sequence_rules.h"
 
 namespace tandem {
@@ -69,6 +70,9 @@ StrategySpec Resolver::strategy(const ModelSpec& model, const ClusterSpec& clust
   spec.global_batch = p.global_batch();
   spec.bucket_mb = p.bucket_mb();
   spec.flash_attention = p.flash_attention();
+  spec.offload_fraction = p.offload_fraction();
+  spec.chunk_search_range_m = p.chunk_search_range_m();
+  spec.chunk_min_m = p.chunk_min_m();
 
   // Data parallelism: the rest of the GPUs.
   const int64_t model_parallel = int64_t{spec.tp} * spec.pp * spec.sp;
@@ -260,6 +264,9 @@ StrategySpec Resolver::strategy(const ModelSpec& model, const ClusterSpec& clust
                                    see("strategy.tp_mode"));
     }
   }
+  check_offload_rules(
+      spec, [this](const std::string& f, const std::string& r) { fail(f, r); },
+      [this](const std::string& f) { return see(f); });
   return spec;
 }
 

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
     tandem::check_program_memory(scenario, tandem::plan_bytes_per_task(scenario), "tandem plan", limit);
     tandem::Schedule schedule(std::move(scenario));
     tandem::PlanSummary summary = tandem::summarize(schedule);
+    tandem::check_host_memory(schedule.scenario(), summary);
     if (vm.count("json")) tandem::print_plan_json(std::cout, schedule, summary);
     else tandem::print_plan_text(std::cout, schedule, summary);
     return 0;

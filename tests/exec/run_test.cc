@@ -94,6 +94,24 @@ const Strategy kStrategies[] = {
     {"ring_attention_sp2_tp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ring_attention --set strategy.tp=2"},
     {"ring_attention_sp2_full_recompute",
      "-n 2 --set strategy.sp=2 --set strategy.sp_mode=ring_attention --set strategy.recompute=full"},
+    // Heterogeneous memory (docs/offload.md): real copies between the driver's device and host
+    // arenas. Optimizer offload (ZeRO-Offload) alone and with ZeRO-3; parameter offload at 0.5 of
+    // the Gemini chunks (chunk_min_m 0 and chunk_search_range_m 0 give the tiny GPT 6 chunks, 3 on
+    // the host: tests/shared/offload_schedule_test.cc), alone and ZeRO-3 over 2 ranks.
+    {"offload_optimizer", "-n 1 --set strategy.offload=optimizer"},
+    {"dp2_zero3_offload_optimizer", "-n 2 --set strategy.zero_stage=3 --set strategy.offload=optimizer"},
+    {"offload_params_half", "-n 1 --set strategy.offload=params --set strategy.offload_fraction=0.5 "
+                            "--set strategy.chunk_min_m=0 --set strategy.chunk_search_range_m=0"},
+    {"dp2_zero3_offload_params_half", "-n 2 --set strategy.zero_stage=3 --set strategy.offload=params "
+                                      "--set strategy.offload_fraction=0.5 --set strategy.chunk_min_m=0 "
+                                      "--set strategy.chunk_search_range_m=0"},
+    // Gemini's auto placement under an HBM of 0.004 GiB, which the program with every chunk on the
+    // device exceeds (AutoOffloadStaysUnderTheHbmLimit), alone and ZeRO-3 over 2 ranks.
+    {"offload_auto_hbm", "-n 1 --set strategy.offload=auto --set cluster.hbm_gib=0.004 "
+                         "--set strategy.chunk_min_m=0 --set strategy.chunk_search_range_m=0"},
+    {"dp2_zero3_offload_auto_hbm", "-n 2 --set strategy.zero_stage=3 --set strategy.offload=auto "
+                                   "--set cluster.hbm_gib=0.004 --set strategy.chunk_min_m=0 "
+                                   "--set strategy.chunk_search_range_m=0"},
 };
 
 void PrintTo(const Strategy& s, std::ostream* os) { *os << s.name; }
@@ -145,6 +163,24 @@ TEST_P(StrategyRun, PeakMemoryIsThePlanners) {
     EXPECT_GE(double(range.most_bytes), planned) << "rank " << r;
     EXPECT_GE(measured[r], 0.99 * double(range.least_bytes)) << "rank " << r;
     EXPECT_LE(measured[r], 1.01 * double(range.most_bytes)) << "rank " << r;
+  }
+}
+
+TEST(TandemRun, AutoOffloadStaysUnderTheHbmLimit) {
+  // The cap: 0.9 (Gemini's steady_cuda_cap_ratio) of 0.004 GiB = 3 865 470 bytes. Without offload
+  // the same strategy's planned peak is above it: auto had to move chunks.
+  const int64_t cap = int64_t(0.9 * double(int64_t(0.004 * 1073741824.0)));
+  for (const auto& [args, sets] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"-n 1 --set strategy.offload=auto --set cluster.hbm_gib=0.004 --set strategy.chunk_min_m=0 "
+            "--set strategy.chunk_search_range_m=0",
+            {"cluster.gpus=1"}},
+           {"-n 2 --set strategy.zero_stage=3 --set strategy.offload=auto --set cluster.hbm_gib=0.004 "
+            "--set strategy.chunk_min_m=0 --set strategy.chunk_search_range_m=0",
+            {"cluster.gpus=2", "strategy.zero_stage=3"}}}) {
+    const std::vector<double> measured = numbers(result(args).at("peak_memory_bytes_per_rank"));
+    for (double m : measured) EXPECT_LE(m, double(cap)) << args;
+    const Schedule none(load_scenario(testing::kTinyScenario, sets));
+    EXPECT_GT(memory_profile(none, 0).peak_device_bytes, cap) << args;
   }
 }
 

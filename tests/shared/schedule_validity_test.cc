@@ -57,6 +57,12 @@ const Case kCases[] = {
                      "model.tied_embeddings=false", "model.kv_heads=2", "model.ffn_hidden=96"}},
     {"optimizer_offload", {"cluster.gpus=2", "strategy.zero_stage=2", "strategy.offload=optimizer", "strategy.dtype=bf16"}},
     {"untied_pp2", {"cluster.gpus=2", "strategy.pp=2", "model.tied_embeddings=false"}},
+    // Gemini chunks with half of them on the host (docs/offload.md), alone and ZeRO-3 over dp 2 in bf16.
+    {"params_offload", {"strategy.offload=params", "strategy.offload_fraction=0.5", "strategy.chunk_min_m=0",
+                        "strategy.chunk_search_range_m=0"}},
+    {"params_offload_dp2_zero3_bf16",
+     {"cluster.gpus=2", "strategy.zero_stage=3", "strategy.offload=params", "strategy.offload_fraction=0.5",
+      "strategy.chunk_min_m=0", "strategy.chunk_search_range_m=0", "strategy.dtype=bf16"}},
     // Software presets (docs/software.md): gradient reduction after the backward, fp32 or fp16
     // gradients, the found-inf and gradient-norm all-reduces over tp, pp (and dp with ZeRO).
     {"lm2021_fp16_dp2_tp2_pp2",

@@ -89,6 +89,9 @@ std::vector<Mutation> strategy_mutations() {
       {"strategy.flash_attention", [](Scenario& s) { s.strategy.flash_attention = !s.strategy.flash_attention; }},
       {"strategy.collective_algorithm",
        [](Scenario& s) { s.strategy.collective_algorithm = CollectiveAlgorithm::kTree; }},
+      {"strategy.offload_fraction", [](Scenario& s) { s.strategy.offload_fraction = 0.5; }},
+      {"strategy.chunk_search_range_m", [](Scenario& s) { s.strategy.chunk_search_range_m = 0; }},
+      {"strategy.chunk_min_m", [](Scenario& s) { s.strategy.chunk_min_m = 0; }},
   };
 }
 

@@ -1,0 +1,22 @@
+// Parameter units packed into Gemini chunks (shared/chunk_plan.h) in place of gradient buckets,
+// for strategy.offload params and auto: units in execution (forward) order, the chunk size
+// searched over their sizes with the hidden size as interval (GeminiPlugin's hidden_dim),
+// strategy.chunk_search_range_m and strategy.chunk_min_m; every chunk padded to its capacity and
+// sharded over the data-parallel group like a bucket. The buckets keep their order (backward:
+// bucket 0 is the last chunk); inside a chunk the units lie in forward order.
+// Under offload params the first chunks in execution order, up to strategy.offload_fraction of
+// the chunk bytes, are on the host (GradBucket::on_host); a chunk kept gathered never is.
+#pragma once
+
+#include "shared/param_layout.h"
+
+namespace tandem {
+
+bool uses_chunks(const StrategySpec& strategy);
+// Replaces the layout's buckets by chunks.
+// host_chunks (offload auto, shared/auto_placement.h): the chunks on the host, in execution order
+// (chunks past its end stay on the device).
+void pack_units_into_chunks(const Scenario& scenario, ParamLayout& layout,
+                            const std::vector<bool>* host_chunks = nullptr);
+
+}  // namespace tandem

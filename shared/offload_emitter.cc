@@ -1,0 +1,72 @@
+// Parameter chunks on the host (strategy.offload params, shared/chunk_layout.h), after Gemini's
+// static placement (colossalai/zero/gemini/placement_policy.py, chunk/chunk.py, commit
+// 4f9953be335e): a host chunk keeps its parameter shard and its optimizer states on the host.
+// Before its first use in a pass its shard is copied to the device on the h2d stream and, under
+// ZeRO-3, all-gathered there into the whole chunk (the device copy of the shard is freed at once);
+// after its last use the whole chunk is freed as any ZeRO-3 chunk. Its gradient shard goes down to
+// the host after the backward and Adam runs on the host over the host shard (HybridAdam's CPU
+// half), so nothing comes back up until the next iteration's gather. Gradients stay on the device
+// during the backward in this increment (Gemini reuses the chunk's storage for them).
+#include "shared/sequence_split.h"
+#include "shared/step_state.h"
+
+namespace tandem {
+namespace {
+
+std::string chunk_name(int k, const char* what) {
+  std::string s("B");  // appends: GCC 12's -Wrestrict false positive on "B" + std::string
+  s.append(std::to_string(k)).append(".").append(what);
+  return s;
+}
+
+}  // namespace
+
+void gather_host_chunk(StepState& st, int k, TaskId throttle) {
+  BucketBuffers& bb = st.bucket(k);
+  const bool sharded = grad_group_size(st) > 1;
+  auto after = [&](BufferId b, Stream s) {
+    return throttle == kNoId ? st.program.alloc(b, s) : st.program.alloc(b, s, {throttle});
+  };
+  if (!sharded) {
+    after(bb.param, Stream::kH2D);
+    st.program.copy(CopyDirection::kH2D, bb.host_param, bb.param, Stream::kH2D);
+    return;
+  }
+  const Buffer& shard = st.program.buffer_at(bb.host_param);
+  if (bb.staging == kNoId)
+    bb.staging = st.program.buffer(chunk_name(k, "param_shard_device"), shard.bytes, shard.dtype,
+                                   BufferRole::kParam);
+  after(bb.staging, Stream::kH2D);
+  st.program.copy(CopyDirection::kH2D, bb.host_param, bb.staging, Stream::kH2D);
+  after(bb.param, Stream::kGradComm);
+  Collective c;
+  c.op = CollectiveOp::kAllGather;
+  c.group = grad_group(st);
+  c.bytes = st.program.buffer_at(bb.param).bytes;
+  c.dtype = shard.dtype;
+  c.phase = Phase::kForward;
+  c.buffers = {bb.staging, bb.param};
+  st.program.collective(std::move(c), Stream::kGradComm);
+  st.program.free(bb.staging, Stream::kGradComm);
+}
+
+void host_chunk_step(StepState& st, int k, BufferId grad, int64_t n, TaskId wait) {
+  BucketBuffers& bb = st.bucket(k);
+  const Buffer& g = st.program.buffer_at(grad);
+  const BufferId hgrad = st.program.buffer(chunk_name(k, "host_grad"), g.bytes, g.dtype, BufferRole::kGrad,
+                                           Placement::kHost);
+  st.program.alloc(hgrad, Stream::kD2H);
+  if (wait == kNoId) st.program.copy(CopyDirection::kD2H, grad, hgrad, Stream::kD2H);
+  else st.program.copy(CopyDirection::kD2H, grad, hgrad, Stream::kD2H, {wait});
+  Compute c;
+  c.kernel = Kernel::kAdam;
+  c.dtype = st.dims.dtype;
+  c.phase = Phase::kOptimizer;
+  c.dims = {n};
+  c.inputs = {hgrad};
+  c.outputs = {bb.master != kNoId ? bb.master : bb.host_param, bb.m, bb.v, bb.host_param};
+  st.program.compute(std::move(c), {}, Stream::kHost);
+  st.program.free(hgrad, Stream::kHost);
+}
+
+}  // namespace tandem

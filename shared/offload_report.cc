@@ -1,0 +1,38 @@
+#include "shared/offload_report.h"
+
+#include <variant>
+
+#include "shared/chunk_layout.h"
+#include "shared/param_layout.h"
+#include "shared/plan_report.h"
+
+namespace tandem {
+
+void print_offload_text(std::ostream& os, const Schedule& s, const PlanSummary& sum) {
+  const Scenario& sc = s.scenario();
+  if (sc.strategy.offload == Offload::kNone) return;
+  os << "\noffload     " << to_string(sc.strategy.offload) << "\n";
+  if (uses_chunks(sc.strategy)) {
+    const ParamLayout lay = make_param_layout(sc, 0, 0);
+    // The chunks' homes on the host are the host parameter buffers of the program (under auto
+    // the placement comes from the warm-up pass, not from the layout).
+    const Program p = s.program(s.rank_classes().front().representative);
+    int host = 0;
+    for (const Task& t : p.tasks)
+      if (const Alloc* a = std::get_if<Alloc>(&t.op))
+        host += p.buffers[a->buffer].placement == Placement::kHost && p.buffers[a->buffer].role == BufferRole::kParam;
+    os << "  chunks    " << lay.buckets.size() << " of " << lay.chunk_elements
+       << " elements (Gemini's search), " << host << " on the host, " << lay.chunk_wasted_elements
+       << " elements of padding (rank 0)\n";
+  }
+  for (const RankPlan& r : sum.ranks)
+    os << "  rank " << r.rank << "    " << format_bytes(double(r.offload_bytes)) << " over PCIe per iteration (h2d "
+       << format_bytes(double(r.offload_h2d_bytes)) << ", d2h " << format_bytes(double(r.offload_bytes - r.offload_h2d_bytes))
+       << "); peak " << format_bytes(double(r.memory.peak_device_bytes)) << " device, "
+       << format_bytes(double(r.memory.peak_host_bytes)) << " host\n";
+  os << "  host      " << format_bytes(double(sum.host_bytes_per_node)) << " per node at most";
+  if (sum.host_memory_bytes > 0) os << " of " << format_bytes(double(sum.host_memory_bytes)) << ": fits";
+  os << "\n";
+}
+
+}  // namespace tandem

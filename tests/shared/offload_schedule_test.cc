@@ -1,0 +1,183 @@
+// Parameter offload (strategy.offload params, docs/offload.md) on the tiny GPT: the chunks, the
+// moves as Copy tasks, the memory, and the rules, against figures worked out by hand.
+//
+// tiny-gpt (scenarios/tiny-gpt.textproto): hidden 64, ffn 256, vocabulary 256, 4 layers, tied
+// embeddings, fp32. Units in execution order: embedding 256*64 = 16 384 elements; each layer
+// 4*64 (two layer norms) + 4*64*64 (q, k, v, o) + 2*64*256 (fc1, fc2) = 49 408; the head's final
+// norm 128 (it shares the embedding's table). With chunk_min_m = 0 and chunk_search_range_m = 0 the
+// search tries only its start, the largest unit rounded up to the interval (hidden 64): 49 408
+// (= 772 * 64). Next-fit: [embedding] (33 024 left, a layer does not fit), [L0] .. [L3], [head]:
+// 6 chunks of 49 408 fp32 elements = 197 632 bytes, padding 33 024 + 49 280 = 82 304 elements.
+// offload_fraction 0.5: target half of 6 * 197 632; chunks 0, 1, 2 go to the host (sent 0, 1 and 2
+// chunks before each, all under 3) -> the embedding, L0 and L1.
+#include <gtest/gtest.h>
+
+#include <variant>
+
+#include "shared/chunk_layout.h"
+#include "shared/error.h"
+#include "shared/memory_timeline.h"
+#include "shared/param_layout.h"
+#include "shared/plan_summary.h"
+#include "tests/shared/schedule_test_util.h"
+
+namespace tandem {
+namespace {
+
+using testing::tiny;
+
+const std::vector<std::string> kHalf = {"strategy.offload=params", "strategy.offload_fraction=0.5",
+                                        "strategy.chunk_min_m=0", "strategy.chunk_search_range_m=0"};
+constexpr int64_t kChunkBytes = 49408 * 4;
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(OffloadParams, ChunksOfTheTinyGpt) {
+  const Scenario sc = tiny(kHalf);
+  const ParamLayout lay = make_param_layout(sc, 0, 0);
+  EXPECT_EQ(lay.chunk_elements, 49408);
+  EXPECT_EQ(lay.chunk_wasted_elements, 82304);
+  ASSERT_EQ(lay.buckets.size(), 6u);
+  // Buckets in backward order: bucket 5 is the first chunk (the embedding).
+  const std::vector<bool> host = {false, false, false, true, true, true};
+  for (size_t k = 0; k < 6; ++k) {
+    EXPECT_EQ(lay.buckets[k].elements, 49408) << k;
+    EXPECT_EQ(lay.buckets[k].on_host, host[k]) << k;
+  }
+  EXPECT_EQ(lay.buckets[5].units, std::vector<int>{0});
+  EXPECT_EQ(lay.buckets[0].units, std::vector<int>{5});
+}
+
+TEST(OffloadParams, MovesAreCopiesOnThePcieStreams) {
+  const Schedule s(tiny(kHalf));
+  const Program p = s.program(0);
+  int64_t h2d = 0, d2h = 0;
+  for (const Task& t : p.tasks)
+    if (const Copy* c = std::get_if<Copy>(&t.op)) {
+      EXPECT_EQ(c->bytes, kChunkBytes);
+      if (c->direction == CopyDirection::kH2D) {
+        h2d += c->bytes;
+        EXPECT_EQ(t.stream, Stream::kH2D);
+      } else {
+        d2h += c->bytes;
+        EXPECT_EQ(t.stream, Stream::kD2H);
+      }
+    }
+  // 4 micro-batches: each forward gathers the 3 host chunks, plus the embedding chunk again for
+  // the head (tied table); each backward the 3 again -> 4 * (4 + 3) = 28 chunks up. Down: the 3
+  // host chunks' gradients once, for the host Adam.
+  EXPECT_EQ(h2d, 28 * kChunkBytes);
+  EXPECT_EQ(d2h, 3 * kChunkBytes);
+}
+
+TEST(OffloadParams, HostHoldsTheChunksAndTheirAdamState) {
+  const Schedule s(tiny(kHalf));
+  const MemoryProfile m = memory_profile(s, 0);
+  // Host: 3 chunks of parameters (fp32: they are their own master) + Adam m and v for each, and at
+  // the peak one chunk's gradient on its way to the host Adam.
+  EXPECT_EQ(m.peak_host_bytes, (3 + 3 + 3 + 1) * kChunkBytes);
+  // Device, at the peak: Adam m and v of the 3 device chunks (fp32: no separate master); every
+  // chunk's gradient (they stay on the device in this increment); the 3 device chunks' parameters
+  // and the host chunks gathered then (one, or two while the next is prefetched).
+  EXPECT_EQ(m.at_peak[BufferRole::kOptimizer], 6 * kChunkBytes);
+  EXPECT_EQ(m.at_peak[BufferRole::kGrad], 6 * kChunkBytes);
+  EXPECT_GE(m.at_peak[BufferRole::kParam], 4 * kChunkBytes);
+  EXPECT_LE(m.at_peak[BufferRole::kParam], 5 * kChunkBytes);
+}
+
+TEST(OffloadParams, HostMemoryIsChecked) {
+  // A node of 2 GPUs needs 2 * 10 chunks = 3 952 640 bytes; 0.003 GiB is 3 221 225 bytes.
+  const Scenario sc = tiny(with(kHalf, {"cluster.gpus=2", "strategy.zero_stage=3", "cluster.host_memory_gib=0.003"}));
+  const Schedule s(sc);
+  const PlanSummary sum = summarize(s);
+  // ZeRO-3 over 2: each rank holds half of every host chunk: 10 half chunks.
+  EXPECT_EQ(sum.peak_host_bytes, 10 * kChunkBytes / 2);
+  EXPECT_EQ(sum.host_bytes_per_node, 10 * kChunkBytes);
+  EXPECT_NO_THROW(check_host_memory(sc, sum));
+  const Scenario small = tiny(with(kHalf, {"cluster.gpus=2", "strategy.zero_stage=3", "cluster.host_memory_gib=0.001"}));
+  try {
+    check_host_memory(small, summarize(Schedule(small)));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kOutOfMemory);
+    EXPECT_NE(std::string(e.what()).find("1976320 bytes"), std::string::npos) << e.what();
+  }
+}
+
+void expect_bad_input(const std::vector<std::string>& sets, const std::string& words) {
+  try {
+    tiny(sets);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  }
+}
+
+TEST(OffloadParams, Rules) {
+  expect_bad_input({"strategy.offload=params"}, "strategy.offload_fraction");
+  expect_bad_input({"strategy.offload_fraction=0.5"}, "offload params only");
+  expect_bad_input({"strategy.offload=params", "strategy.offload_fraction=1.5"}, "[0, 1]");
+  expect_bad_input(with(kHalf, {"cluster.gpus=2"}), "zero_stage=3");
+  expect_bad_input(with(kHalf, {"cluster.gpus=2", "strategy.pp=2"}), "pipeline");
+  expect_bad_input({"strategy.chunk_min_m=-1"}, "strategy.chunk_min_m");
+}
+
+}  // namespace
+}  // namespace tandem
+
+namespace tandem {
+namespace {
+
+const std::vector<std::string> kAuto = {"strategy.offload=auto", "strategy.chunk_min_m=0",
+                                        "strategy.chunk_search_range_m=0"};
+
+int64_t copies(const Program& p) {
+  int64_t n = 0;
+  for (const Task& t : p.tasks) n += std::holds_alternative<Copy>(t.op);
+  return n;
+}
+
+TEST(OffloadAuto, NothingMovesWhenEverythingFits) {
+  const Schedule s(testing::tiny(kAuto));  // 80 GiB
+  EXPECT_EQ(copies(s.program(0)), 0);
+}
+
+TEST(OffloadAuto, EvictsUntilThePeakIsUnderTheCap) {
+  // 0.004 GiB: the cap is 0.9 * 4 294 967 = 3 865 470 bytes; every chunk on the device (the
+  // warm-up) peaks above it, so some chunks go to the host and the peak ends under it.
+  for (const char* gpus : {"cluster.gpus=1", "cluster.gpus=2"}) {
+    const std::vector<std::string> sets = with(kAuto, {gpus, "strategy.zero_stage=3", "cluster.hbm_gib=0.004"});
+    const int64_t cap = int64_t(0.9 * double(int64_t(0.004 * 1073741824.0)));
+    const Schedule s(testing::tiny(sets));
+    EXPECT_LE(memory_profile(s, 0).peak_device_bytes, cap) << gpus;
+    EXPECT_GT(copies(s.program(0)), 0) << gpus;
+    const Schedule warmup(testing::tiny(with(sets, {"cluster.hbm_gib=80"})));
+    EXPECT_GT(memory_profile(warmup, 0).peak_device_bytes, cap) << gpus;
+  }
+}
+
+TEST(OffloadAuto, FailsWithTheTaskAndTheBytesWhenNothingFits) {
+  // With every chunk on the host the program is offload params at fraction 1: its peak is what
+  // the error names, against 0.9 * 0.003 GiB = 2 899 102 bytes.
+  const Schedule all(testing::tiny(with(kHalf, {"strategy.offload_fraction=1"})));
+  const MemoryProfile m = memory_profile(all, 0);
+  ASSERT_GT(m.peak_device_bytes, 2899102);
+  try {
+    Schedule s(testing::tiny(with(kAuto, {"cluster.hbm_gib=0.003"})));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kOutOfMemory);
+    const std::string w = e.what();
+    EXPECT_NE(w.find("needs " + std::to_string(m.peak_device_bytes) + " bytes at task " + std::to_string(m.peak_task)),
+              std::string::npos)
+        << w;
+    EXPECT_NE(w.find("2899102 bytes"), std::string::npos) << w;
+  }
+}
+
+}  // namespace
+}  // namespace tandem
