@@ -22,6 +22,21 @@ int64_t mode_of(int i, int j, int sp) {
 
 int64_t kv_cols(const StepDims& d) { return d.kv_heads * d.head_dim; }
 
+// One ring exchange: send `out` to rank i+1 and receive `in` from rank i-1, posted in the order of
+// the rank's parity: even ranks send first, odd ranks receive first (Colossal-AI's ring_forward,
+// colossalai/legacy/communication/ring.py, reverses the two ops on even ranks for the same reason).
+// A consumer that keeps one communication in flight per rank and blocks in a receive (ASTRA-sim)
+// then never waits in a cycle: every odd rank's receive meets an even rank's send that came first,
+// and an even rank's receive meets the send of an odd rank that has received already (or, for rank
+// 0 of an odd ring, of the even rank sp-1, which sends first). The streams and the data each task
+// touches are the same in either order, so only the program order (Chakra's chain) changes.
+void exchange(StepState& st, int next, BufferId out, int prev, BufferId in, int tag, int mb) {
+  const bool even = st.coord.sp % 2 == 0;
+  if (even) st.program.send(next, out, tag, mb, Stream::kTpSend);
+  st.program.recv(prev, in, tag, mb, Stream::kTpRecv);
+  if (!even) st.program.send(next, out, tag, mb, Stream::kTpSend);
+}
+
 std::array<int64_t, 6> step_dims(const StepDims& d, int64_t mode) {
   return {d.batch, d.seq / 2, d.heads, d.kv_heads, d.head_dim, mode};
 }
@@ -45,8 +60,7 @@ void ring_attention_forward(StepState& st, Phase ph, LayerActs& a) {
     BufferId incoming = kNoId;
     if (j + 1 < sp) {
       incoming = st.allocate("kv_recv", l, mb, d.n_local * 2 * kv_cols(d), d.dtype, BufferRole::kComm);
-      st.program.recv(prev, incoming, kKvTag, mb, Stream::kTpRecv);
-      st.program.send(next, held, kKvTag, mb, Stream::kTpSend);
+      exchange(st, next, held, prev, incoming, kKvTag, mb);
     }
     std::vector<BufferId> in = {a.qkv};
     if (j > 0) in.push_back(held);
@@ -69,17 +83,18 @@ BufferId ring_attention_backward(StepState& st, const LayerActs& a, BufferId dct
     BufferId incoming = kNoId;
     if (j + 1 < sp) {
       incoming = st.allocate("kv_recv", l, mb, kv_elements, d.dtype, BufferRole::kComm);
-      st.program.recv(prev, incoming, kKvTag, mb, Stream::kTpRecv);
+      exchange(st, next, held, prev, incoming, kKvTag, mb);
     }
-    // The next block's sum so far (at the last step: this rank's own, complete).
+    // The next block's sum so far (at the last step: this rank's own, complete). Its receive is
+    // allocated before the kernel, as before, and posted with this step's send after it (the
+    // receive touches only its own buffer, so it still runs on kTpRecv as early as that stream
+    // allows); posting it before the send would close a cycle for a one-in-flight consumer.
     BufferId incoming_sum = st.allocate("dkv_recv", l, mb, kv_elements, DType::kFp32, BufferRole::kComm);
-    st.program.recv(prev, incoming_sum, kDkvTag, mb, Stream::kTpRecv);
-    if (j + 1 < sp) st.program.send(next, held, kKvTag, mb, Stream::kTpSend);
     std::vector<BufferId> in = {a.qkv, a.ctx, dctx, a.lse};
     if (j > 0) in.push_back(held);
     st.kernel(Kernel::kRingAttentionBwd, Phase::kBackward, l, mb, step_dims(d, mode_of(i, j, sp)), in, {dqkv, sum}, 0,
               d.dtype);
-    st.program.send(next, sum, kDkvTag, mb, Stream::kTpSend);
+    exchange(st, next, sum, prev, incoming_sum, kDkvTag, mb);
     st.release(held);
     st.release(sum);
     held = incoming;
