@@ -15,6 +15,7 @@
 #include <map>
 
 #include "shared/memory_timeline.h"
+#include "shared/plan_summary.h"
 #include "shared/schedule.h"
 #include "shared/schedule_validator.h"
 #include "tests/shared/schedule_test_util.h"
@@ -125,6 +126,52 @@ TEST(SequenceParallel, GradientsAreReducedOverDataAndSequenceRanks) {
       ++reductions;
     }
   EXPECT_GT(reductions, 0);
+}
+
+}  // namespace
+}  // namespace tandem
+
+namespace tandem {
+namespace {
+
+// `tandem plan`'s sp/layer column (shared/plan_summary.h: sp_bytes_per_layer_mb), tiny-gpt in
+// fp32, per layer and micro-batch on every rank, by hand (Collective::bytes: the buffer, as the
+// plan's other columns count collectives):
+//  - Ulysses sp 2: the all-to-alls of 4 b(s/P)h elements forward and 4 backward: 8 * 2*16*64 * 4.
+//  - ring attention sp P: block b(s/P) 2h: P-1 forward, P-1 backward, P dK/dV sums (fp32 = dtype):
+//    (3P - 2) * 2*(32/P)*128 * 4 bytes: sp 2 -> 4 * 16384, sp 4 -> 10 * 8192.
+//  - Megatron-SP tp 2 (the tensor group): forward the all-gathers before QKV and fc1 and the
+//    reduce-scatters after o and fc2; backward the all-gathers of dy before the two row-parallel
+//    backwards, of x again for the two column-parallel weight gradients, and the reduce-scatters
+//    of their dx: 10 of b*s*h = 2*32*64 elements * 4 bytes.
+TEST(SequenceParallel, PlanSpColumnIsTheClosedFormPerLayerAndMicroBatch) {
+  auto column = [](std::vector<std::string> sets) {
+    const PlanSummary sum = summarize(Schedule(tiny(sets)));
+    std::vector<double> v;
+    for (const RankPlan& r : sum.ranks) {
+      EXPECT_EQ(r.layers, 4);
+      v.push_back(r.sp_bytes_per_layer_mb);
+    }
+    return v;
+  };
+  for (double b : column({"cluster.gpus=2", "strategy.sp=2", "strategy.sp_mode=ulysses"}))
+    EXPECT_EQ(b, 8.0 * 2 * 16 * 64 * 4);
+  for (double b : column({"cluster.gpus=2", "strategy.sp=2", "strategy.sp_mode=ring_attention"}))
+    EXPECT_EQ(b, 4.0 * 16384);
+  for (double b : column({"cluster.gpus=4", "strategy.sp=4", "strategy.sp_mode=ring_attention"}))
+    EXPECT_EQ(b, 10.0 * 8192);
+  for (double b : column({"cluster.gpus=2", "strategy.tp=2", "strategy.sp_mode=megatron"}))
+    EXPECT_EQ(b, 10.0 * 2 * 32 * 64 * 4);
+  for (double b : column({"cluster.gpus=2", "strategy.tp=2"})) EXPECT_EQ(b, 0.0);  // no sp
+  // The pipeline's messages are not sequence traffic: ring attention sp 2 with pp 2 keeps the
+  // per-layer figure (each stage runs 2 of the 4 layers).
+  const PlanSummary pp = summarize(Schedule(tiny({"cluster.gpus=4", "strategy.sp=2", "strategy.pp=2",
+                                                  "strategy.sp_mode=ring_attention"})));
+  for (const RankPlan& r : pp.ranks) {
+    EXPECT_EQ(r.layers, 2);
+    EXPECT_EQ(r.sp_bytes_per_layer_mb, 4.0 * 16384);
+    EXPECT_GT(r.p2p_bytes, r.sp_bytes);
+  }
 }
 
 }  // namespace
