@@ -22,21 +22,6 @@ int64_t mode_of(int i, int j, int sp) {
 
 int64_t kv_cols(const StepDims& d) { return d.kv_heads * d.head_dim; }
 
-// One ring exchange: send `out` to rank i+1 and receive `in` from rank i-1, posted in the order of
-// the rank's parity: even ranks send first, odd ranks receive first (Colossal-AI's ring_forward,
-// colossalai/legacy/communication/ring.py, reverses the two ops on even ranks for the same reason).
-// A consumer that keeps one communication in flight per rank and blocks in a receive (ASTRA-sim)
-// then never waits in a cycle: every odd rank's receive meets an even rank's send that came first,
-// and an even rank's receive meets the send of an odd rank that has received already (or, for rank
-// 0 of an odd ring, of the even rank sp-1, which sends first). The streams and the data each task
-// touches are the same in either order, so only the program order (Chakra's chain) changes.
-void exchange(StepState& st, int next, BufferId out, int prev, BufferId in, int tag, int mb) {
-  const bool even = st.coord.sp % 2 == 0;
-  if (even) st.program.send(next, out, tag, mb, Stream::kTpSend);
-  st.program.recv(prev, in, tag, mb, Stream::kTpRecv);
-  if (!even) st.program.send(next, out, tag, mb, Stream::kTpSend);
-}
-
 std::array<int64_t, 6> step_dims(const StepDims& d, int64_t mode) {
   return {d.batch, d.seq / 2, d.heads, d.kv_heads, d.head_dim, mode};
 }
@@ -51,6 +36,14 @@ BufferId pack_kv(StepState& st, Phase ph, const LayerActs& a) {
 
 }  // namespace
 
+void ring_exchange(StepState& st, int next, BufferId out, int prev, BufferId in, int tag, int mb,
+                   std::initializer_list<TaskId> after) {
+  const bool even = st.coord.sp % 2 == 0;
+  if (even) st.program.send(next, out, tag, mb, Stream::kTpSend, after);
+  st.program.recv(prev, in, tag, mb, Stream::kTpRecv, after);
+  if (!even) st.program.send(next, out, tag, mb, Stream::kTpSend, after);
+}
+
 void ring_attention_forward(StepState& st, Phase ph, LayerActs& a) {
   const StepDims& d = st.dims;
   const int sp = d.sp, i = st.coord.sp, l = a.layer, mb = a.mb;
@@ -60,7 +53,7 @@ void ring_attention_forward(StepState& st, Phase ph, LayerActs& a) {
     BufferId incoming = kNoId;
     if (j + 1 < sp) {
       incoming = st.allocate("kv_recv", l, mb, d.n_local * 2 * kv_cols(d), d.dtype, BufferRole::kComm);
-      exchange(st, next, held, prev, incoming, kKvTag, mb);
+      ring_exchange(st, next, held, prev, incoming, kKvTag, mb);
     }
     std::vector<BufferId> in = {a.qkv};
     if (j > 0) in.push_back(held);
@@ -83,7 +76,7 @@ BufferId ring_attention_backward(StepState& st, const LayerActs& a, BufferId dct
     BufferId incoming = kNoId;
     if (j + 1 < sp) {
       incoming = st.allocate("kv_recv", l, mb, kv_elements, d.dtype, BufferRole::kComm);
-      exchange(st, next, held, prev, incoming, kKvTag, mb);
+      ring_exchange(st, next, held, prev, incoming, kKvTag, mb);
     }
     // The next block's sum so far (at the last step: this rank's own, complete). Its receive is
     // allocated before the kernel, as before, and posted with this step's send after it (the
@@ -94,7 +87,7 @@ BufferId ring_attention_backward(StepState& st, const LayerActs& a, BufferId dct
     if (j > 0) in.push_back(held);
     st.kernel(Kernel::kRingAttentionBwd, Phase::kBackward, l, mb, step_dims(d, mode_of(i, j, sp)), in, {dqkv, sum}, 0,
               d.dtype);
-    exchange(st, next, sum, prev, incoming_sum, kDkvTag, mb);
+    ring_exchange(st, next, sum, prev, incoming_sum, kDkvTag, mb);
     st.release(held);
     st.release(sum);
     held = incoming;

@@ -137,9 +137,6 @@ std::unique_ptr<ProgramGenerator> make_step_generator(const Scenario& sc, const 
   if (s.tp_mode == TpMode::k3d)
     throw Error(where + "strategy.tp_mode = " + to_string(s.tp_mode) +
                 ": only 1d, 2d and 2.5d tensor parallelism are generated so far (3d is planned)");
-  if (s.sp_mode == SpMode::kRing)
-    throw Error(where + "strategy.sp_mode = " + to_string(s.sp_mode) +
-                ": Colossal-AI's ring self-attention is not generated yet (megatron, ulysses and ring_attention are)");
   if (s.offload == Offload::kAuto || s.offload == Offload::kParams)
     throw Error(where + "strategy.offload = " + to_string(s.offload) +
                 ": only optimizer offload is generated so far (parameter offload and Gemini's auto "

@@ -49,7 +49,7 @@ Volume volume(const Schedule& s, int rank, int mb) {
 }
 
 TEST(SequenceParallel, SchedulesAreValid) {
-  for (const char* mode : {"ulysses", "ring_attention"})
+  for (const char* mode : {"ulysses", "ring_attention", "ring"})
     for (std::vector<std::string> sets : {std::vector<std::string>{"cluster.gpus=2", "strategy.sp=2"},
                                           {"cluster.gpus=4", "strategy.sp=4"},
                                           {"cluster.gpus=4", "strategy.sp=2"},
@@ -57,6 +57,7 @@ TEST(SequenceParallel, SchedulesAreValid) {
                                           {"cluster.gpus=4", "strategy.sp=2", "strategy.pp=2"},
                                           {"cluster.gpus=4", "strategy.sp=2", "strategy.zero_stage=3"},
                                           {"cluster.gpus=2", "strategy.sp=2", "strategy.recompute=full"}}) {
+      if (std::string(mode) == "ring" && sets.back() == "strategy.tp=2") continue;  // ring runs with tp 1
       sets.push_back(std::string("strategy.sp_mode=") + mode);
       const Schedule s(tiny(sets));
       const std::vector<std::string> problems = validate_schedule(s);
@@ -95,6 +96,44 @@ TEST(SequenceParallel, RingAttentionP2pVolumeIsTheClosedForm) {
   }
 }
 
+// Colossal-AI's ring self-attention (arXiv 2105.13120; RingQK and RingAV of
+// colossalai/legacy/nn/layer/parallel_sequence/_operation.py): per layer and micro-batch on each
+// rank, forward sp-1 key blocks (tag 5) and sp-1 value blocks (tag 6) of b*(s/sp)*h elements,
+// backward the same again, and two all-reduces over the sp group of b*s*h elements (dV, dK of the
+// whole sequence). tiny-gpt fp32: block 2*(32/sp)*64*4 bytes, all-reduce 2*32*64*4 = 16384 bytes.
+TEST(SequenceParallel, RingSelfAttentionTrafficIsTheClosedForm) {
+  for (int sp : {2, 4}) {
+    const Schedule s(tiny({"cluster.gpus=" + std::to_string(sp), "strategy.sp=" + std::to_string(sp),
+                           "strategy.sp_mode=ring"}));
+    const int64_t block = 2 * (32 / sp) * 64 * 4;
+    for (int rank = 0; rank < sp; ++rank) {
+      std::map<std::pair<int, int>, int64_t> sends, bytes;  // (tag, peer offset) -> count, bytes
+      int64_t all_reduces = 0, all_reduce_bytes = 0;
+      for (const Task& t : s.program(rank).tasks) {
+        if (const auto* m = std::get_if<SendRecv>(&t.op); m && m->is_send && m->microbatch == 1) {
+          const int offset = (m->peer - rank + sp) % sp;
+          ++sends[{m->tag, offset}];
+          bytes[{m->tag, offset}] += m->bytes;
+        }
+        if (const auto* c = std::get_if<Collective>(&t.op);
+            c && c->microbatch == 1 && s.group(c->group).kind == GroupKind::kSp) {
+          EXPECT_EQ(c->op, CollectiveOp::kAllReduce);
+          EXPECT_EQ(c->phase, Phase::kBackward);
+          ++all_reduces;
+          all_reduce_bytes += c->bytes;
+        }
+      }
+      for (int tag : {5, 6}) {
+        EXPECT_EQ(sends.size(), 2u) << "only key and value blocks, only to the next rank";
+        EXPECT_EQ((sends[{tag, 1}]), 4 * 2 * (sp - 1)) << "tag " << tag << ": 4 layers, forward and backward";
+        EXPECT_EQ((bytes[{tag, 1}]), 4 * 2 * (sp - 1) * block);
+      }
+      EXPECT_EQ(all_reduces, 4 * 2);
+      EXPECT_EQ(all_reduce_bytes, 4 * 2 * 16384);
+    }
+  }
+}
+
 // Every activation a rank keeps or makes is per token of its share of the sequence but the 4-byte
 // loss scalar, so the activation peak falls as 1/sp: peak(sp 4) = (peak(sp 2) - 4) / 2 + 4.
 TEST(SequenceParallel, ActivationPeakFallsAsOneOverSp) {
@@ -107,7 +146,7 @@ TEST(SequenceParallel, ActivationPeakFallsAsOneOverSp) {
     });
     return p;
   };
-  for (const char* mode : {"ulysses", "ring_attention"}) {
+  for (const char* mode : {"ulysses", "ring_attention", "ring"}) {
     const int64_t two = peak(mode, 2), four = peak(mode, 4);
     EXPECT_GT(two, 4 * 64 * 1024) << mode;
     EXPECT_EQ(four, (two - 4) / 2 + 4) << mode;
@@ -163,6 +202,12 @@ TEST(SequenceParallel, PlanSpColumnIsTheClosedFormPerLayerAndMicroBatch) {
   for (double b : column({"cluster.gpus=2", "strategy.tp=2", "strategy.sp_mode=megatron"}))
     EXPECT_EQ(b, 10.0 * 2 * 32 * 64 * 4);
   for (double b : column({"cluster.gpus=2", "strategy.tp=2"})) EXPECT_EQ(b, 0.0);  // no sp
+  // Ring self-attention sp P: 4(P-1) blocks of b(s/P)h (8192 bytes at sp 2, 4096 at sp 4) and two
+  // all-reduces of bsh (16384 bytes each).
+  for (double b : column({"cluster.gpus=2", "strategy.sp=2", "strategy.sp_mode=ring"}))
+    EXPECT_EQ(b, 4.0 * 8192 + 2 * 16384);
+  for (double b : column({"cluster.gpus=4", "strategy.sp=4", "strategy.sp_mode=ring"}))
+    EXPECT_EQ(b, 12.0 * 4096 + 2 * 16384);
   // The pipeline's messages are not sequence traffic: ring attention sp 2 with pp 2 keeps the
   // per-layer figure (each stage runs 2 of the 4 layers).
   const PlanSummary pp = summarize(Schedule(tiny({"cluster.gpus=4", "strategy.sp=2", "strategy.pp=2",

@@ -25,8 +25,9 @@ using ChakraProtoMsg::Node;
 using testing::attr;
 using testing::EtFile;
 
-// The tiny GPT in every layout tandem generates on 4 or 8 GPUs (Colossal-AI's ring self-attention
-// and 3D tensor parallelism are refused by the generator today). 2D/2.5D emit broadcasts and
+// The tiny GPT in every layout tandem generates on 4 or 8 GPUs (3D tensor parallelism is refused
+// by the generator today); Colossal-AI's ring self-attention (sp_mode ring) with PP 2 and on an odd
+// ring of 3. 2D/2.5D emit broadcasts and
 // reduces, which the export writes as all-gathers and reduce-scatters. Ring attention's ring steps
 // post their send and receive in the order of the rank's parity (shared/ring_attention.cc: even
 // ranks send first), so that a rank blocked in a receive always meets a send already issued; with
@@ -55,6 +56,8 @@ const std::vector<std::vector<std::string>>& strategies() {
       {"cluster.gpus=4", "strategy.sp=2", "strategy.sp_mode=ring_attention", "strategy.tp=2"},
       {"cluster.gpus=4", "strategy.sp=2", "strategy.sp_mode=ring_attention", "strategy.recompute=full"},
       {"cluster.gpus=3", "strategy.sp=3", "strategy.sp_mode=ring_attention", "model.seq_len=48"},
+      {"cluster.gpus=4", "strategy.sp=2", "strategy.sp_mode=ring", "strategy.pp=2"},
+      {"cluster.gpus=3", "strategy.sp=3", "strategy.sp_mode=ring", "model.seq_len=48"},
   };
   return s;
 }
