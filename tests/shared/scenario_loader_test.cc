@@ -532,9 +532,9 @@ TEST(scenario_loader, TpCommOverlapNeedsMegatronSpAndTensorParallelism) {
   const Doc on = Doc().set("strategy.tp_comm_overlap", "true");
   // sp_mode none (the default): rejected, blamed on the overlap's line.
   expect_error(on, "strategy.tp_comm_overlap", {"tp_comm_overlap", "sp_mode megatron and tp > 1", "sp_mode none"});
-  // sp_mode ring with sp 2 (tp 2 x sp 2 x dp 2): a valid grid, still not Megatron-SP.
-  expect_error(Doc(on).set("strategy.pp", "1").set("strategy.sp", "2").set("strategy.sp_mode", "\"ring\""),
-               "strategy.tp_comm_overlap", {"sp_mode megatron and tp > 1", "sp_mode ring"});
+  // sp_mode ulysses with sp 2 (tp 2 x sp 2 x dp 2): a valid grid, still not Megatron-SP.
+  expect_error(Doc(on).set("strategy.pp", "1").set("strategy.sp", "2").set("strategy.sp_mode", "\"ulysses\""),
+               "strategy.tp_comm_overlap", {"sp_mode megatron and tp > 1", "sp_mode ulysses"});
   // Megatron-SP with tp 1 (pp 2 x dp 4): nothing to exchange.
   const Doc megatron = Doc(on).set("strategy.sp_mode", "\"megatron\"");
   expect_error(Doc(megatron).set("strategy.tp", "1"), "strategy.tp_comm_overlap",
