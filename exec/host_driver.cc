@@ -17,6 +17,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/layer_norm.h"
 #include "kernels/cpu/ring_attention.h"
+#include "kernels/cpu/ring_self_attention.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/split_layer_norm.h"
 #include "kernels/cpu/swiglu.h"
@@ -35,6 +36,28 @@ void check_fp32(DType dtype, const char* what) {
   if (dtype != DType::kFp32)
     throw Error(std::string("exec: the host driver stores fp32 only, ") + what + " of a " + to_string(dtype) + " buffer",
                 ErrorKind::kInternal);
+}
+
+// Colossal-AI's ring self-attention step kernels (shared/ring_self_attention.h): Q is read from
+// the fused qkv [rows, 3h], the K and V blocks are [rows, h].
+void run_ring_self(const Compute& c, const std::vector<void*>& in, const std::vector<void*>& out) {
+  const auto& d = c.dims;
+  const cpu::RingSelfShape s{d[0], d[1], d[2], d[3], d[4], d[5]};
+  const int64_t h = s.cols();
+  const bool acc = (c.flags & kAccumulateOut) != 0;
+  switch (c.kernel) {
+    case Kernel::kRingSelfPack: return cpu::ring_self_pack(F(in[0]), s, F(out[0]), F(out[1]));
+    case Kernel::kRingSelfScores: return cpu::ring_self_scores(F(in[0]), 3 * h, F(in[1]), h, s, F(out[0]));
+    case Kernel::kRingSelfSoftmax: return cpu::ring_self_softmax(F(in[0]), s, F(out[0]));
+    case Kernel::kRingSelfContext: return cpu::ring_self_context(F(in[0]), F(in[1]), h, s, acc, F(out[0]));
+    case Kernel::kRingSelfGradV: return cpu::ring_self_grad_v(F(in[0]), F(in[1]), s, F(out[0]));
+    case Kernel::kRingSelfGradProbs: return cpu::ring_self_grad_probs(F(in[0]), F(in[1]), h, s, F(out[0]));
+    case Kernel::kRingSelfSoftmaxBwd: return cpu::ring_self_softmax_backward(F(in[0]), F(in[1]), s, F(out[0]));
+    case Kernel::kRingSelfGradK: return cpu::ring_self_grad_k(F(in[0]), F(in[1]), 3 * h, s, F(out[0]));
+    case Kernel::kRingSelfGradQ: return cpu::ring_self_grad_q(F(in[0]), F(in[1]), h, s, acc, F(out[0]), 3 * h);
+    case Kernel::kRingSelfUnpack: return cpu::ring_self_unpack(F(in[0]), F(in[1]), s, F(out[0]));
+    default: throw Error(std::string("exec: not a ring self-attention kernel: ") + to_string(c.kernel), ErrorKind::kInternal);
+  }
 }
 
 class HostDriver : public Driver {
@@ -257,6 +280,18 @@ Pending HostDriver::compute(const TaskRef&, const Compute& c, const std::vector<
       break;
     case Kernel::kKvUnpack:
       cpu::kv_unpack(F(in[0]), d[0], d[1], d[2], F(out[0]));
+      break;
+    case Kernel::kRingSelfPack:
+    case Kernel::kRingSelfScores:
+    case Kernel::kRingSelfSoftmax:
+    case Kernel::kRingSelfContext:
+    case Kernel::kRingSelfGradV:
+    case Kernel::kRingSelfGradProbs:
+    case Kernel::kRingSelfSoftmaxBwd:
+    case Kernel::kRingSelfGradK:
+    case Kernel::kRingSelfGradQ:
+    case Kernel::kRingSelfUnpack:
+      run_ring_self(c, in, out);
       break;
     case Kernel::kAllToAllPack:
     case Kernel::kAllToAllUnpack: {

@@ -53,6 +53,16 @@ constexpr KernelArity arity(Kernel k) {
     case Kernel::kRingAttentionBwd: return {4, 2};  // + the K/V block after the first step
     case Kernel::kKvPack:
     case Kernel::kKvUnpack: return {1, 1};
+    case Kernel::kRingSelfPack: return {1, 2};
+    case Kernel::kRingSelfScores:
+    case Kernel::kRingSelfContext:
+    case Kernel::kRingSelfGradV:
+    case Kernel::kRingSelfGradProbs:
+    case Kernel::kRingSelfSoftmaxBwd:
+    case Kernel::kRingSelfGradK:
+    case Kernel::kRingSelfGradQ:
+    case Kernel::kRingSelfUnpack: return {2, 1};
+    case Kernel::kRingSelfSoftmax: return {1, 1};
     case Kernel::kOpaque: return {0, 0};
   }
   return {};

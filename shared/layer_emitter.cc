@@ -11,6 +11,7 @@
 // attention core (probabilities, dropout) and recomputes it before the attention backward; full
 // recompute keeps x alone and re-runs the whole forward first (Phase::kRecompute).
 #include "shared/ring_attention.h"
+#include "shared/ring_self_attention.h"
 #include "shared/step_state.h"
 #include "shared/tp3d.h"
 #include "shared/ulysses.h"
@@ -24,6 +25,7 @@ void attention_fwd(StepState& st, Phase ph, LayerActs& a, bool keep_probs) {
   const StepDims& d = st.dims;
   const int l = a.layer, mb = a.mb;
   if (d.ring_attention) return ring_attention_forward(st, ph, a);
+  if (d.ring_self) return ring_self_attention_forward(st, ph, a);  // keeps the probabilities
   std::vector<BufferId> out = {a.ctx, a.lse};
   if (keep_probs) {
     const int64_t scores = d.batch * d.att_heads * d.att_seq * d.att_seq;
@@ -171,7 +173,7 @@ void emit_layer_forward(StepState& st, int unit, LayerActs& a, Phase ph, BufferI
   column_parallel_fwd(st, ph, l, mb, a.y1, w.qkv, "y1_full", d.qkv_out, &a.qkv, "qkv");
   if (d.ulysses) ulysses_qkv_to_heads(st, ph, a);
   a.ctx = st.allocate("ctx", l, mb, d.n * d.heads * d.head_dim, d.dtype);
-  a.lse = st.allocate("lse", l, mb, d.batch * d.att_heads * d.att_seq, DType::kFp32);
+  if (!d.ring_self) a.lse = st.allocate("lse", l, mb, d.batch * d.att_heads * d.att_seq, DType::kFp32);
   attention_fwd(st, ph, a, keeps_core(st));
   if (rc == Recompute::kSelective) release_core(st, a);
   if (d.ulysses) ulysses_ctx_to_seq(st, ph, a);
@@ -239,6 +241,8 @@ BufferId emit_layer_backward(StepState& st, int unit, LayerActs& a, BufferId dou
   BufferId dqkv = kNoId;
   if (d.ring_attention) {
     dqkv = ring_attention_backward(st, a, dctx);
+  } else if (d.ring_self) {
+    dqkv = ring_self_attention_backward(st, a, dctx);
   } else {
     dqkv = st.allocate("dqkv", l, mb, d.n * d.qkv_out, d.dtype);
     st.kernel(Kernel::kAttentionBwd, Phase::kBackward, l, mb,

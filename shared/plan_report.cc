@@ -55,7 +55,7 @@ void print_plan_text(std::ostream& os, const Schedule& s, const PlanSummary& sum
   os << "flops       " << fmt("%.4g", sum.flops_per_iteration) << " model, "
      << fmt("%.4g", sum.hardware_flops_per_iteration) << " with recompute, per iteration\n\n";
   os << "per rank (one line per class of identical ranks)\n";
-  os << "  rank  ranks   tasks   peak memory   params     grads      optimizer  activations comm     tp/iter    dp/iter    p2p/iter\n";
+  os << "  rank  ranks   tasks   peak memory   params     grads      optimizer  activations comm     tp/iter    dp/iter    p2p/iter   sp/layer\n";
   for (const RankPlan& r : sum.ranks) {
     const MemoryBreakdown& b = r.memory.at_peak;
     os << fmt("  %4.0f", r.rank) << fmt(" %6.0f", r.count) << fmt(" %7.0f", double(r.tasks)) << "   "
@@ -65,8 +65,12 @@ void print_plan_text(std::ostream& os, const Schedule& s, const PlanSummary& sum
       os << " " << pad(format_bytes(double(b[role])), 10);
     os << " " << pad(format_bytes(double(r.collective_bytes[int(GroupKind::kTp)])), 10) << " "
        << pad(format_bytes(double(r.collective_bytes[int(GroupKind::kDp)])), 10) << " "
-       << format_bytes(double(r.p2p_bytes)) << "\n";
+       << pad(format_bytes(double(r.p2p_bytes)), 10) << " " << format_bytes(r.sp_bytes_per_layer_mb) << "\n";
   }
+  if (st.sp_mode != SpMode::kNone)
+    os << "sp/layer    sequence-parallel bytes a rank sends per layer and micro-batch, forward and backward ("
+       << to_string(st.sp_mode) << (st.sp_mode == SpMode::kMegatron ? ": the tensor group's gathers and reduce-scatters" : ": over the sp group")
+       << ")\n";
   os << "\npeak memory " << format_bytes(double(sum.peak_memory_bytes)) << " on rank " << sum.peak_rank << " of "
      << format_bytes(double(sum.hbm_bytes)) << ": " << (sum.fits ? "fits" : "DOES NOT FIT") << "\n";
   if (sum.peak_host_bytes > 0) os << "host memory " << format_bytes(double(sum.peak_host_bytes)) << " per rank (offloaded state)\n";
@@ -108,7 +112,8 @@ void print_plan_json(std::ostream& os, const Schedule& s, const PlanSummary& sum
     breakdown(r.memory.at_peak);
     j.key("comm_bytes").begin_object();
     for (int k = 0; k < kGroupKindCount; ++k) j.key(to_string(static_cast<GroupKind>(k))).integer(r.collective_bytes[k]);
-    j.key("p2p").integer(r.p2p_bytes).key("offload").integer(r.offload_bytes).end_object();
+    j.key("p2p").integer(r.p2p_bytes).key("offload").integer(r.offload_bytes).key("sp").integer(r.sp_bytes).end_object();
+    j.key("layers").integer(r.layers).key("sp_bytes_per_layer_micro_batch").number(r.sp_bytes_per_layer_mb, 17);
     j.end_object();
   }
   j.end_array().end_object();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <variant>
 
 #include "shared/error.h"
@@ -18,21 +19,41 @@ RankPlan plan_rank(const Schedule& s, const RankClass& rc, const Program& p) {
   r.rank = rc.representative;
   r.count = rc.count;
   r.tasks = p.tasks.size();
+  const SpMode mode = s.scenario().strategy.sp_mode;
+  const RankCoord me = s.grid().coord(p.rank);
+  // A message to a rank differing from this one on the sequence axis only (the tensor axis only,
+  // under Megatron-SP): sequence-parallel traffic. Pipeline messages differ on the pp axis.
+  auto sp_peer = [&](int peer) {
+    const RankCoord o = s.grid().coord(peer);
+    if (o.dp != me.dp || o.pp != me.pp) return false;
+    return mode == SpMode::kMegatron ? o.sp == me.sp && o.tp != me.tp : o.tp == me.tp && o.sp != me.sp;
+  };
+  std::set<int> layers;
   for (const Task& t : p.tasks) {
     if (const Compute* c = std::get_if<Compute>(&t.op)) {
       const double f = c->matmul_flops();
       if (c->phase == Phase::kForward || c->phase == Phase::kBackward) r.model_flops += f;
       r.hardware_flops += f;
+      if (c->layer >= 0) layers.insert(c->layer);
     } else if (const Collective* c = std::get_if<Collective>(&t.op)) {
-      int64_t& sum = r.collective_bytes[static_cast<int>(s.group(c->group).kind)];
+      const GroupKind kind = s.group(c->group).kind;
+      int64_t& sum = r.collective_bytes[static_cast<int>(kind)];
       sum = checked_add(sum, c->bytes, "a rank's collective bytes");
+      const bool megatron_sp = mode == SpMode::kMegatron && kind == GroupKind::kTp && c->layer >= 0 &&
+                               (c->op == CollectiveOp::kAllGather || c->op == CollectiveOp::kReduceScatter);
+      if (kind == GroupKind::kSp || megatron_sp) r.sp_bytes = checked_add(r.sp_bytes, c->bytes, "a rank's sp bytes");
     } else if (const SendRecv* m = std::get_if<SendRecv>(&t.op)) {
       if (m->is_send) r.p2p_bytes = checked_add(r.p2p_bytes, m->bytes, "a rank's sent bytes");
+      if (m->is_send && mode != SpMode::kNone && sp_peer(m->peer))
+        r.sp_bytes = checked_add(r.sp_bytes, m->bytes, "a rank's sp bytes");
     } else if (const Copy* c = std::get_if<Copy>(&t.op)) {
       r.offload_bytes = checked_add(r.offload_bytes, c->bytes, "a rank's copied bytes");
       if (c->direction == CopyDirection::kH2D) r.offload_h2d_bytes += c->bytes;
     }
   }
+  r.layers = int(layers.size());
+  const int mbs = s.scenario().strategy.micro_batches();
+  if (r.layers > 0 && mbs > 0) r.sp_bytes_per_layer_mb = double(r.sp_bytes) / (double(r.layers) * mbs);
   return r;
 }
 

@@ -26,6 +26,15 @@ struct RankPlan {
   int64_t p2p_bytes = 0;      // sent
   int64_t offload_bytes = 0;  // host <-> device copies
   int64_t offload_h2d_bytes = 0;  // of which host to device
+  // Sequence-parallel traffic this rank sends, per iteration: the sp group's collectives (Ulysses'
+  // all-to-alls) and the messages to the other ranks of its sequence group (ring attention's K/V
+  // blocks and dK/dV sums); under Megatron-SP (sp_mode megatron, over the tensor group) the tensor
+  // group's all-gathers and reduce-scatters inside the layers and the ring messages to its tensor
+  // peers that replace them with software.tp_comm_overlap.
+  int64_t sp_bytes = 0;
+  int layers = 0;                     // transformer layers this rank runs
+  double sp_bytes_per_layer_mb = 0;   // sp_bytes / (layers * micro-batches): per layer and
+                                      // micro-batch, forward and backward (and recompute)
 };
 
 struct PlanSummary {

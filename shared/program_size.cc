@@ -15,6 +15,8 @@ int64_t estimate_program_tasks(const Scenario& sc) {
   // attention's sp steps forward and backward (about 14 tasks a step, measured on tiny-gpt).
   if (s.sp > 1 && s.sp_mode == SpMode::kUlysses) per_layer += 40;
   if (s.sp > 1 && s.sp_mode == SpMode::kRingAttention) per_layer = checked_add(per_layer, checked_mul(16, s.sp, what), what);
+  // Ring self-attention: four ring passes of about 6 tasks a step, two all-reduces.
+  if (s.sp > 1 && s.sp_mode == SpMode::kRing) per_layer = checked_add(per_layer, checked_mul(24, s.sp, what), what);
   if (s.recompute == Recompute::kFull) per_layer *= 2;
   else if (s.recompute == Recompute::kSelective) per_layer += 20;
   const int64_t per_micro_batch = checked_add(checked_mul(layers, per_layer, what), 80, what);

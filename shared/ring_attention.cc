@@ -36,6 +36,14 @@ BufferId pack_kv(StepState& st, Phase ph, const LayerActs& a) {
 
 }  // namespace
 
+void ring_exchange(StepState& st, int next, BufferId out, int prev, BufferId in, int tag, int mb,
+                   std::initializer_list<TaskId> after) {
+  const bool even = st.coord.sp % 2 == 0;
+  if (even) st.program.send(next, out, tag, mb, Stream::kTpSend, after);
+  st.program.recv(prev, in, tag, mb, Stream::kTpRecv, after);
+  if (!even) st.program.send(next, out, tag, mb, Stream::kTpSend, after);
+}
+
 void ring_attention_forward(StepState& st, Phase ph, LayerActs& a) {
   const StepDims& d = st.dims;
   const int sp = d.sp, i = st.coord.sp, l = a.layer, mb = a.mb;
@@ -45,8 +53,7 @@ void ring_attention_forward(StepState& st, Phase ph, LayerActs& a) {
     BufferId incoming = kNoId;
     if (j + 1 < sp) {
       incoming = st.allocate("kv_recv", l, mb, d.n_local * 2 * kv_cols(d), d.dtype, BufferRole::kComm);
-      st.program.recv(prev, incoming, kKvTag, mb, Stream::kTpRecv);
-      st.program.send(next, held, kKvTag, mb, Stream::kTpSend);
+      ring_exchange(st, next, held, prev, incoming, kKvTag, mb);
     }
     std::vector<BufferId> in = {a.qkv};
     if (j > 0) in.push_back(held);
@@ -69,17 +76,18 @@ BufferId ring_attention_backward(StepState& st, const LayerActs& a, BufferId dct
     BufferId incoming = kNoId;
     if (j + 1 < sp) {
       incoming = st.allocate("kv_recv", l, mb, kv_elements, d.dtype, BufferRole::kComm);
-      st.program.recv(prev, incoming, kKvTag, mb, Stream::kTpRecv);
+      ring_exchange(st, next, held, prev, incoming, kKvTag, mb);
     }
-    // The next block's sum so far (at the last step: this rank's own, complete).
+    // The next block's sum so far (at the last step: this rank's own, complete). Its receive is
+    // allocated before the kernel, as before, and posted with this step's send after it (the
+    // receive touches only its own buffer, so it still runs on kTpRecv as early as that stream
+    // allows); posting it before the send would close a cycle for a one-in-flight consumer.
     BufferId incoming_sum = st.allocate("dkv_recv", l, mb, kv_elements, DType::kFp32, BufferRole::kComm);
-    st.program.recv(prev, incoming_sum, kDkvTag, mb, Stream::kTpRecv);
-    if (j + 1 < sp) st.program.send(next, held, kKvTag, mb, Stream::kTpSend);
     std::vector<BufferId> in = {a.qkv, a.ctx, dctx, a.lse};
     if (j > 0) in.push_back(held);
     st.kernel(Kernel::kRingAttentionBwd, Phase::kBackward, l, mb, step_dims(d, mode_of(i, j, sp)), in, {dqkv, sum}, 0,
               d.dtype);
-    st.program.send(next, sum, kDkvTag, mb, Stream::kTpSend);
+    ring_exchange(st, next, sum, prev, incoming_sum, kDkvTag, mb);
     st.release(held);
     st.release(sum);
     held = incoming;

@@ -15,9 +15,23 @@
 // closed forms of docs/sequence.md.
 #pragma once
 
+#include <initializer_list>
+
 #include "shared/step_state.h"
 
 namespace tandem {
+
+// One ring exchange over the sp group: send `out` to rank i+1 and receive `in` from rank i-1,
+// posted in the order of the rank's parity: even ranks send first, odd ranks receive first
+// (Colossal-AI's ring_forward, colossalai/legacy/communication/ring.py, orders its two ops by
+// parity too). A consumer that keeps one communication in flight per rank and blocks in a receive
+// (ASTRA-sim) then never waits in a cycle: every odd rank's receive meets an even rank's send that
+// came first, and an even rank's receive meets the send of an odd rank that has received already
+// (or, for rank 0 of an odd ring, of the even rank sp-1, which sends first). Streams and the data
+// each task touches are the same in either order: only the program order (Chakra's chain)
+// changes. `after`: tasks both wait for besides their data (none: the transfer may overlap).
+void ring_exchange(StepState& st, int next, BufferId out, int prev, BufferId in, int tag, int mb,
+                   std::initializer_list<TaskId> after = {});
 
 // a.ctx and a.lse (allocated by the caller) <- attention of a.qkv over the whole sequence.
 void ring_attention_forward(StepState& st, Phase ph, LayerActs& a);

@@ -154,12 +154,25 @@ enum class Kernel : uint8_t {
                        //   Q columns, dK dV into dkv [rows, 2 kv_cols], both accumulated (+=)
   kKvPack,             // dims {rows, q_cols, kv_cols} in {qkv} out {kv}: the K and V columns
   kKvUnpack,           // same dims  in {dkv fp32} out {dqkv}: written into dqkv's K and V columns
+  // Colossal-AI's ring self-attention (shared/ring_self_attention.h, kernels/cpu/ring_self_attention.h):
+  // dims {batch, chunk, heads, head_dim, sp, block} (block: the key/value block's rank, or this
+  // rank's own chunk); scores, probs and their gradients [batch, heads, chunk, sp*chunk].
+  kRingSelfPack,       // in {qkv} out {k, v [rows, heads*head_dim]}
+  kRingSelfScores,     // in {qkv, k block} out {scores}: the block's columns = Q K^T
+  kRingSelfSoftmax,    // in {scores} out {probs}: causal scale-mask-softmax of the whole rows
+  kRingSelfContext,    // in {probs, v block} out {ctx}: ctx (+)= probs[block] V (kAccumulateOut)
+  kRingSelfGradV,      // in {probs, dctx} out {dv_full [batch*seq, heads*head_dim]} = probs^T dctx
+  kRingSelfGradProbs,  // in {dctx, v block} out {dprobs}: the block's columns = dctx V^T
+  kRingSelfSoftmaxBwd, // in {probs, dprobs} out {dscores}
+  kRingSelfGradK,      // in {dscores, qkv} out {dk_full} = dscores^T Q
+  kRingSelfGradQ,      // in {dscores, k block} out {dqkv}: Q columns (+)= dscores[block] K (kAccumulateOut)
+  kRingSelfUnpack,     // in {dk_full, dv_full} out {dqkv}: this rank's rows into the K and V columns
   // A kernel known only by its cost, from an imported trace (traces/chakra/chakra_reader.h): no
   // operands, nothing a driver can run; only the simulator replays it.
   kOpaque,             // dims {time_ps, ops, bytes}: time_ps > 0 its measured or given time, else
                        //   priced from ops and bytes on the cluster (roofline); bytes_moved = bytes
 };
-inline constexpr int kKernelCount = 36;
+inline constexpr int kKernelCount = 46;
 
 // Compute flags.
 inline constexpr uint8_t kTransA = 1, kTransB = 2, kAccumulateOut = 4, kCausal = 8;

@@ -80,6 +80,16 @@ const char* to_string(Kernel k) {
     case Kernel::kRingAttentionBwd: return "ring-attention-bwd";
     case Kernel::kKvPack: return "kv-pack";
     case Kernel::kKvUnpack: return "kv-unpack";
+    case Kernel::kRingSelfPack: return "ring-self-pack";
+    case Kernel::kRingSelfScores: return "ring-self-scores";
+    case Kernel::kRingSelfSoftmax: return "ring-self-softmax";
+    case Kernel::kRingSelfContext: return "ring-self-context";
+    case Kernel::kRingSelfGradV: return "ring-self-grad-v";
+    case Kernel::kRingSelfGradProbs: return "ring-self-grad-probs";
+    case Kernel::kRingSelfSoftmaxBwd: return "ring-self-softmax-bwd";
+    case Kernel::kRingSelfGradK: return "ring-self-grad-k";
+    case Kernel::kRingSelfGradQ: return "ring-self-grad-q";
+    case Kernel::kRingSelfUnpack: return "ring-self-unpack";
     case Kernel::kOpaque: return "opaque";
   }
   return "?";
@@ -123,6 +133,16 @@ double Compute::matmul_flops() const {
       return 4.0 * double(d[0]) * 4.0 * double(d[1]) * double(d[1]) * double(d[2]) * double(d[4]);
     case Kernel::kRingAttentionBwd:
       return 8.0 * double(d[0]) * 4.0 * double(d[1]) * double(d[1]) * double(d[2]) * double(d[4]);
+    // Ring self-attention: one block (chunk x chunk per head) per ring step, the whole row (chunk x
+    // sp*chunk) for dV and dK; sp steps of each on each of sp ranks make the s x s square.
+    case Kernel::kRingSelfScores:
+    case Kernel::kRingSelfContext:
+    case Kernel::kRingSelfGradProbs:
+    case Kernel::kRingSelfGradQ:
+      return 2.0 * double(d[0]) * double(d[2]) * double(d[1]) * double(d[1]) * double(d[3]);
+    case Kernel::kRingSelfGradV:
+    case Kernel::kRingSelfGradK:
+      return 2.0 * double(d[0]) * double(d[2]) * double(d[1]) * double(d[1]) * double(d[4]) * double(d[3]);
     default:
       return 0.0;
   }
@@ -170,6 +190,27 @@ double cross_entropy_bytes(Kernel k, double e, double rows, double cells, bool f
 }
 
 }  // namespace
+
+// Ring self-attention (dims {b, c, heads, head_dim, sp, block}): the rows of Q, K, V and the
+// context are b*c x h (h = heads*head_dim); a score block b*heads*c*c, a score row b*heads*c*s.
+static double ring_self_bytes(Kernel k, double e, const std::array<int64_t, 6>& d) {
+  const double rows = double(d[0]) * double(d[1]), h = double(d[2]) * double(d[3]);
+  const double block = double(d[0]) * double(d[2]) * double(d[1]) * double(d[1]), row = block * double(d[4]);
+  const double full = rows * double(d[4]) * h;  // b*s*h
+  switch (k) {
+    case Kernel::kRingSelfPack:
+    case Kernel::kRingSelfUnpack: return 4.0 * e * rows * h;   // two column blocks read and written
+    case Kernel::kRingSelfScores:
+    case Kernel::kRingSelfGradProbs: return e * (2.0 * rows * h + block);
+    case Kernel::kRingSelfContext:
+    case Kernel::kRingSelfGradQ: return e * (block + 3.0 * rows * h);  // + the output read and written
+    case Kernel::kRingSelfSoftmax: return 2.0 * e * row;
+    case Kernel::kRingSelfSoftmaxBwd: return 3.0 * e * row;
+    case Kernel::kRingSelfGradV:
+    case Kernel::kRingSelfGradK: return e * (row + rows * h + full);
+    default: return 0.0;
+  }
+}
 
 double Compute::bytes_moved() const {
   const double e = dtype_bytes(dtype);
@@ -251,6 +292,17 @@ double Compute::bytes_moved() const {
       return 2.0 * e * double(d[0]) * 2.0 * double(d[2]);
     case Kernel::kKvUnpack:
       return (4.0 + e) * double(d[0]) * 2.0 * double(d[2]);
+    case Kernel::kRingSelfPack:
+    case Kernel::kRingSelfScores:
+    case Kernel::kRingSelfSoftmax:
+    case Kernel::kRingSelfContext:
+    case Kernel::kRingSelfGradV:
+    case Kernel::kRingSelfGradProbs:
+    case Kernel::kRingSelfSoftmaxBwd:
+    case Kernel::kRingSelfGradK:
+    case Kernel::kRingSelfGradQ:
+    case Kernel::kRingSelfUnpack:
+      return ring_self_bytes(kernel, e, d);
     case Kernel::kOpaque:
       return double(d[2]);
   }

@@ -15,7 +15,9 @@ using RuleSee = std::function<std::string(const std::string& field)>;
 
 // Ulysses: heads and kv heads divide by tp*sp (its all-to-all scatters heads). Ring attention:
 // seq_len divides by 2*sp (the zig-zag split), tp_mode 1d. Neither with Megatron-SP (sp_mode is
-// one choice) nor with 2D/2.5D/3D tensor parallelism.
+// one choice) nor with 2D/2.5D/3D tensor parallelism. Ring self-attention (sp_mode ring): tp 1,
+// multi-head (kv_heads = heads), no attention dropout, no flash attention (it keeps the scores),
+// recompute none or full, seq_len divisible by sp.
 void check_sequence_rules(const StrategySpec& spec, const ModelSpec& model, const RuleFail& fail, const RuleSee& see);
 
 }  // namespace tandem

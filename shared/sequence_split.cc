@@ -5,7 +5,7 @@
 namespace tandem {
 
 bool splits_sequence_axis(const StrategySpec& s) {
-  return s.sp > 1 && (s.sp_mode == SpMode::kUlysses || s.sp_mode == SpMode::kRingAttention);
+  return s.sp > 1 && (s.sp_mode == SpMode::kUlysses || s.sp_mode == SpMode::kRingAttention || s.sp_mode == SpMode::kRing);
 }
 
 void apply_sequence_split(const Scenario& sc, int sp_index, StepDims* d) {
@@ -22,6 +22,10 @@ void apply_sequence_split(const Scenario& sc, int sp_index, StepDims* d) {
     d->att_seq = sc.model.seq_len;  // after the all-to-all: the whole sequence, heads / sp
     d->att_heads = d->heads / s.sp;
     d->att_kv_heads = d->kv_heads / s.sp;
+  } else if (s.sp_mode == SpMode::kRing) {
+    d->ring_self = true;
+    d->seq_chunks = s.sp;  // contiguous chunk i, as Colossal-AI's ring self-attention splits it
+    d->att_seq = d->seq;
   } else {
     d->ring_attention = true;
     d->zigzag = true;

@@ -139,9 +139,6 @@ std::unique_ptr<ProgramGenerator> make_step_generator(const Scenario& sc, const 
                                                       const std::vector<ProcessGroup>&) {
   const StrategySpec& s = sc.strategy;
   const std::string where = sc.origin + ": ";
-  if (s.sp_mode == SpMode::kRing)
-    throw Error(where + "strategy.sp_mode = " + to_string(s.sp_mode) +
-                ": Colossal-AI's ring self-attention is not generated yet (megatron, ulysses and ring_attention are)");
   auto gen = std::make_unique<StepGenerator>(sc, grid);
   if (s.offload == Offload::kAuto) {
     const int chunks = int(make_param_layout(sc, 0, 0).buckets.size());

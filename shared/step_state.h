@@ -60,6 +60,7 @@ struct StepDims {
   int sp = 1;
   bool ulysses = false;
   bool ring_attention = false;
+  bool ring_self = false;  // sp_mode ring: Colossal-AI's ring self-attention, contiguous chunks
   bool zigzag = false;
   int64_t seq_chunks = 0, seq_chunk = 0;
   int64_t att_seq = 0, att_heads = 0, att_kv_heads = 0;

@@ -247,6 +247,18 @@ double ComputeCostModel::time_s(const Compute& c, bool on_host) const {
       return flash_attention_s(c.dtype, c.kernel == Kernel::kRingAttentionBwd, causal, 2.0 * double(d[1]),
                                double(d[4]), c.matmul_flops() * (causal ? 1.0 : 0.5), bytes);
     }
+    // Colossal-AI's ring self-attention (shared/ring_self_attention.h): its steps are batched
+    // GEMMs (torch.matmul over b*heads) of the block or of the whole row, dims {b, c, heads,
+    // head_dim, sp, block}; the softmax and packing kernels stream their bytes (the default).
+    case Kernel::kRingSelfScores:
+    case Kernel::kRingSelfGradProbs:  // [c, hd] x [hd, c]
+      return gemm_s(c.dtype, double(d[0]) * double(d[2]), double(d[1]), double(d[1]), double(d[3]), bytes);
+    case Kernel::kRingSelfContext:
+    case Kernel::kRingSelfGradQ:  // [c, c] x [c, hd]
+      return gemm_s(c.dtype, double(d[0]) * double(d[2]), double(d[1]), double(d[3]), double(d[1]), bytes);
+    case Kernel::kRingSelfGradV:
+    case Kernel::kRingSelfGradK:  // [s, c] x [c, hd]
+      return gemm_s(c.dtype, double(d[0]) * double(d[2]), double(d[1]) * double(d[4]), double(d[3]), double(d[1]), bytes);
     default:
       // A kernel fused into the next one (shared/schedule.h kFusedIntoNext) is launched with it.
       return stream_s(bytes) - ((c.flags & kFusedIntoNext) ? cluster_.kernel_launch_us * 1e-6 : 0.0);

@@ -51,6 +51,16 @@ int shape_dims(Kernel k) {
     case Kernel::kRingAttentionBwd: return 6;  // with the mode: the steps' shapes differ
     case Kernel::kKvPack:
     case Kernel::kKvUnpack: return 3;
+    case Kernel::kRingSelfPack:
+    case Kernel::kRingSelfScores:
+    case Kernel::kRingSelfSoftmax:
+    case Kernel::kRingSelfContext:
+    case Kernel::kRingSelfGradV:
+    case Kernel::kRingSelfGradProbs:
+    case Kernel::kRingSelfSoftmaxBwd:
+    case Kernel::kRingSelfGradK:
+    case Kernel::kRingSelfGradQ:
+    case Kernel::kRingSelfUnpack: return 5;  // not the block: every step has the same shape
     case Kernel::kOpaque: return 0;  // its label is the imported node's name
   }
   return 0;

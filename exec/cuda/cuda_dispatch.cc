@@ -24,6 +24,7 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/layer_norm.h"
 #include "kernels/cuda/ring_attention.h"
+#include "kernels/cuda/ring_self_attention.h"
 #include "kernels/cuda/rms_norm.h"
 #include "kernels/cuda/split_layer_norm.h"
 #include "kernels/cuda/swiglu.h"
@@ -394,6 +395,44 @@ void run(const Compute& c, const std::vector<void*>& in, const std::vector<void*
                                       ld, dkv, 2 * kv_cols, dkv + kv_cols, 2 * kv_cols, s);
         });
       }
+      break;
+    }
+    case Kernel::kRingSelfPack:
+    case Kernel::kRingSelfScores:
+    case Kernel::kRingSelfSoftmax:
+    case Kernel::kRingSelfContext:
+    case Kernel::kRingSelfGradV:
+    case Kernel::kRingSelfGradProbs:
+    case Kernel::kRingSelfSoftmaxBwd:
+    case Kernel::kRingSelfGradK:
+    case Kernel::kRingSelfGradQ:
+    case Kernel::kRingSelfUnpack: {
+      // Colossal-AI's ring self-attention (kernels/cuda/ring_self_attention.h): every operand in
+      // the training dtype; Q from the fused qkv [rows, 3h], K and V blocks [rows, h].
+      const kernels::cpu::RingSelfShape rs{d[0], d[1], d[2], d[3], d[4], d[5]};
+      const int64_t h = rs.cols();
+      const bool acc = (c.flags & kAccumulateOut) != 0;
+      for (BufferId b : c.inputs) expect(c, dc, b, t);
+      for (BufferId b : c.outputs) expect(c, dc, b, t);
+      call(c, [&] {
+        switch (c.kernel) {
+          case Kernel::kRingSelfPack: return kc::ring_self_pack(P<T>(in[0]), rs, P<T>(out[0]), P<T>(out[1]), s);
+          case Kernel::kRingSelfScores: return kc::ring_self_scores(P<T>(in[0]), 3 * h, P<T>(in[1]), h, rs, P<T>(out[0]), s);
+          case Kernel::kRingSelfSoftmax: return kc::ring_self_softmax(P<T>(in[0]), rs, P<T>(out[0]), s);
+          case Kernel::kRingSelfContext:
+            return kc::ring_self_context(P<T>(in[0]), P<T>(in[1]), h, rs, acc, P<T>(out[0]), s);
+          case Kernel::kRingSelfGradV: return kc::ring_self_grad_v(P<T>(in[0]), P<T>(in[1]), rs, P<T>(out[0]), s);
+          case Kernel::kRingSelfGradProbs:
+            return kc::ring_self_grad_probs(P<T>(in[0]), P<T>(in[1]), h, rs, P<T>(out[0]), s);
+          case Kernel::kRingSelfSoftmaxBwd:
+            return kc::ring_self_softmax_backward(P<T>(in[0]), P<T>(in[1]), rs, P<T>(out[0]), s);
+          case Kernel::kRingSelfGradK:
+            return kc::ring_self_grad_k(P<T>(in[0]), P<T>(in[1]), 3 * h, rs, P<T>(out[0]), s);
+          case Kernel::kRingSelfGradQ:
+            return kc::ring_self_grad_q(P<T>(in[0]), P<T>(in[1]), h, rs, acc, P<T>(out[0]), 3 * h, s);
+          default: return kc::ring_self_unpack(P<T>(in[0]), P<T>(in[1]), rs, P<T>(out[0]), s);
+        }
+      });
       break;
     }
     case Kernel::kKvPack:

@@ -92,6 +92,12 @@ const Strategy kStrategies[] = {
     {"ring_attention_sp2_dp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ring_attention"},
     {"ring_attention_sp2_pp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ring_attention --set strategy.pp=2"},
     {"ring_attention_sp2_tp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ring_attention --set strategy.tp=2"},
+    // Colossal-AI's ring self-attention (sp_mode ring, shared/ring_self_attention.h): key and value
+    // blocks around the ring, dK and dV all-reduced over the sequence group.
+    {"ring_sp2", "-n 2 --set strategy.sp=2 --set strategy.sp_mode=ring"},
+    {"ring_sp4", "-n 4 --set strategy.sp=4 --set strategy.sp_mode=ring"},
+    {"ring_sp2_dp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ring"},
+    {"ring_sp2_pp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ring --set strategy.pp=2"},
     {"ring_attention_sp2_full_recompute",
      "-n 2 --set strategy.sp=2 --set strategy.sp_mode=ring_attention --set strategy.recompute=full"},
     // Heterogeneous memory (docs/offload.md): real copies between the driver's device and host

@@ -471,7 +471,7 @@ TEST(scenario_loader, SequenceParallelModes) {
   const Doc sp2 = Doc().set("strategy.pp", "1").set("strategy.sp", "2");  // tp 2 * sp 2 * dp 2
   expect_error(sp2, "strategy.sp", {"sp = 2", "needs sp_mode ring, ulysses or ring_attention, not none"});
   expect_error(Doc(sp2).set("strategy.sp_mode", "\"megatron\""), "strategy.sp", {"over the tp group"});
-  EXPECT_EQ(parse(Doc(sp2).set("strategy.sp_mode", "\"ring\"")).strategy.dp, 2);
+  EXPECT_EQ(parse(Doc(sp2).set("strategy.sp_mode", "\"ring\"").set("strategy.tp", "1")).strategy.dp, 4);
   expect_error(Doc().set("strategy.sp_mode", "\"ring\""), "strategy.sp_mode", {"ring needs sp > 1", "sp = 1"});
   expect_error(Doc().set("strategy.sp_mode", "\"ulysses\""), "strategy.sp_mode", {"ulysses needs sp > 1"});
 }
@@ -499,6 +499,21 @@ TEST(scenario_loader, SequenceAxisRules) {
                "strategy.sp_mode", {"tp_mode 1d only", "not 2d"});
 }
 
+// shared/sequence_rules.cc check_ring_self_rules: what Colossal-AI's ring self-attention (sp_mode
+// ring) is not generated with, each refused naming the field and the rule.
+TEST(scenario_loader, RingSelfAttentionRules) {
+  const Doc ring = Doc().set("strategy.pp", "1").set("strategy.sp", "2").set("strategy.sp_mode", "\"ring\"")
+                       .set("strategy.tp", "1").set("cluster.gpus", "4");
+  EXPECT_EQ(parse(ring).strategy.sp_mode, SpMode::kRing);
+  expect_error(Doc(ring).set("strategy.tp", "2"), "strategy.tp", {"sp_mode ring", "runs with tp 1, not 2"});
+  expect_error(Doc(ring).set("model.kv_heads", "2"), "model.kv_heads",
+               {"multi-head", "model.kv_heads = 2", "model.heads = 4"});
+  expect_error(Doc(ring).set("model.dropout", "0.1"), "strategy.sp_mode", {"without attention dropout"});
+  expect_error(Doc(ring).set("strategy.flash_attention", "true"), "strategy.flash_attention",
+               {"materializes the scores"});
+  expect_error(Doc(ring).set("strategy.recompute", "\"selective\""), "strategy.recompute", {"not selective"});
+}
+
 TEST(scenario_loader, SequenceSplitsOverSp) {
   expect_error(Doc().set("strategy.pp", "1").set("strategy.sp", "4").set("strategy.sp_mode", "\"ring\"")
                    .set("model.seq_len", "30").set("cluster.gpus", "8").set("strategy.tp", "2"),
@@ -520,9 +535,9 @@ TEST(scenario_loader, TpCommOverlapNeedsMegatronSpAndTensorParallelism) {
   const Doc on = Doc().set("strategy.tp_comm_overlap", "true");
   // sp_mode none (the default): rejected, blamed on the overlap's line.
   expect_error(on, "strategy.tp_comm_overlap", {"tp_comm_overlap", "sp_mode megatron and tp > 1", "sp_mode none"});
-  // sp_mode ring with sp 2 (tp 2 x sp 2 x dp 2): a valid grid, still not Megatron-SP.
-  expect_error(Doc(on).set("strategy.pp", "1").set("strategy.sp", "2").set("strategy.sp_mode", "\"ring\""),
-               "strategy.tp_comm_overlap", {"sp_mode megatron and tp > 1", "sp_mode ring"});
+  // sp_mode ulysses with sp 2 (tp 2 x sp 2 x dp 2): a valid grid, still not Megatron-SP.
+  expect_error(Doc(on).set("strategy.pp", "1").set("strategy.sp", "2").set("strategy.sp_mode", "\"ulysses\""),
+               "strategy.tp_comm_overlap", {"sp_mode megatron and tp > 1", "sp_mode ulysses"});
   // Megatron-SP with tp 1 (pp 2 x dp 4): nothing to exchange.
   const Doc megatron = Doc(on).set("strategy.sp_mode", "\"megatron\"");
   expect_error(Doc(megatron).set("strategy.tp", "1"), "strategy.tp_comm_overlap",

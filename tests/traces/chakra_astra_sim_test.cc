@@ -25,12 +25,15 @@ using ChakraProtoMsg::Node;
 using testing::attr;
 using testing::EtFile;
 
-// The tiny GPT in every layout tandem generates on 4 or 8 GPUs (Colossal-AI's ring self-attention
-// and 3D tensor parallelism are refused by the generator today). 2D/2.5D emit broadcasts and
-// reduces, which the export writes as all-gathers and reduce-scatters. Ring attention is left out:
-// each ring step posts its K/V receive before its send on every rank, so with one communication in
-// flight per rank (ASTRA-sim's rule) every rank waits in its receive — a known defect of the
-// export's program-order chain (issue 19), not of the schedule.
+// The tiny GPT in every layout tandem generates on 4 or 8 GPUs (3D tensor parallelism is refused
+// by the generator today); Colossal-AI's ring self-attention (sp_mode ring) with PP 2 and on an odd
+// ring of 3. 2D/2.5D emit broadcasts and
+// reduces, which the export writes as all-gathers and reduce-scatters. Ring attention's ring steps
+// post their send and receive in the order of the rank's parity (shared/ring_attention.cc: even
+// ranks send first), so that a rank blocked in a receive always meets a send already issued; with
+// every receive first, as before, each rank waited in its receive (issue 19). sp 2 and sp 4 (even
+// rings), sp 3 (odd: ranks 2 and 0, both even, meet; rank 2 sends first), sp 2 with PP 2 and
+// with TP 2, and the backward's dK/dV sums under full recompute.
 const std::vector<std::vector<std::string>>& strategies() {
   static const std::vector<std::vector<std::string>> s{
       {"cluster.gpus=4", "strategy.tp=2", "strategy.pp=2"},
@@ -47,6 +50,14 @@ const std::vector<std::vector<std::string>>& strategies() {
       {"cluster.gpus=8", "strategy.tp=4", "strategy.tp_mode=2d", "strategy.pp=2"},
       {"cluster.gpus=8", "strategy.tp=8", "strategy.tp_mode=2.5d", "strategy.tp_depth=2", "strategy.micro_batch=4"},
       {"cluster.gpus=4", "strategy.sp=2", "strategy.sp_mode=ulysses"},
+      {"cluster.gpus=4", "strategy.sp=2", "strategy.sp_mode=ring_attention"},
+      {"cluster.gpus=4", "strategy.sp=4", "strategy.sp_mode=ring_attention"},
+      {"cluster.gpus=4", "strategy.sp=2", "strategy.sp_mode=ring_attention", "strategy.pp=2"},
+      {"cluster.gpus=4", "strategy.sp=2", "strategy.sp_mode=ring_attention", "strategy.tp=2"},
+      {"cluster.gpus=4", "strategy.sp=2", "strategy.sp_mode=ring_attention", "strategy.recompute=full"},
+      {"cluster.gpus=3", "strategy.sp=3", "strategy.sp_mode=ring_attention", "model.seq_len=48"},
+      {"cluster.gpus=4", "strategy.sp=2", "strategy.sp_mode=ring", "strategy.pp=2"},
+      {"cluster.gpus=3", "strategy.sp=3", "strategy.sp_mode=ring", "model.seq_len=48"},
   };
   return s;
 }
