@@ -26,9 +26,9 @@ using namespace tandem;
 namespace {
 
 // import_chakra, saying on stderr what it made of the traces (the nodes it could not replay by kind).
-Schedule import_chakra_verbose(Scenario scenario, const std::string& prefix) {
+Schedule import_chakra_verbose(Scenario scenario, const std::string& prefix, const ChakraImportOptions& options) {
   ChakraImport r;
-  Schedule s = import_chakra(std::move(scenario), prefix, &r);
+  Schedule s = import_chakra(std::move(scenario), prefix, &r, options);
   std::cerr << "tandem sim: " << prefix << ": " << r.ranks << " ranks, " << r.nodes << " nodes, " << r.tasks
             << " replayed (compute: " << r.timed << " with their own time, " << r.priced
             << " priced from num_ops and tensor_size)";
@@ -54,6 +54,7 @@ struct TemporaryFile {
 
 int main(int argc, char** argv) {
   std::string scenario_path, trace_path, timeline_path, calibration_path, chakra_prefix;
+  std::string chakra_durations = "exact";
   std::string granularity = "phase", algorithm = "auto", protocol = "auto";
   std::vector<std::string> sets;
   std::string max_time = "1h";
@@ -74,12 +75,15 @@ int main(int argc, char** argv) {
       ("max-memory", po::value(&max_memory_gib), "refuse a run estimated to need more than GIB of memory (default: half the RAM)")
       ("max-time", po::value(&max_time), "refuse a run estimated to take longer than DURATION of wall time: 90s, 30m, 2h; 0 for no limit (default 1h)")
       ("chakra", po::value(&chakra_prefix), "replay the Chakra traces PREFIX.<rank>.et (and PREFIX.comm_groups.json) on the scenario's cluster instead of its model and strategy")
+      ("chakra-durations", po::value(&chakra_durations), "with --chakra, how compute nodes are timed: exact (tandem_time_ns where present, the default) or micros (duration_micros only, as ASTRA-sim replays them)")
       ("no-shortcuts", "simulate without closed forms, compute fusion, shared class programs, tensor-parallel or replica folding")
       ("scenario", po::value(&scenario_path), "scenario file");
   po::variables_map vm;
   if (auto stop = parse_scenario_command_line("tandem sim", argc, argv, opts, vm)) return *stop;
   return run_main("tandem sim", [&] {
     reject_empty_paths(vm, {"trace", "timeline", "calibration", "chakra"});
+    if (vm.count("chakra-durations") && chakra_prefix.empty())
+      throw Error("--chakra-durations: only with --chakra PREFIX", ErrorKind::kBadInput);
     sim::SimOptions o;
     if (granularity == "step") o.granularity = sim::Granularity::kStep;
     else if (granularity != "phase") throw Error("--granularity: expected phase or step, got '" + granularity + "'");
@@ -111,7 +115,8 @@ int main(int argc, char** argv) {
     if (o.trace_path.empty() && !timeline_path.empty()) o.trace_path = temporary.path = timeline_path + ".trace.tmp";
 
     Schedule schedule = chakra_prefix.empty() ? Schedule(load_scenario(scenario_path, sets))
-                                              : import_chakra_verbose(load_scenario(scenario_path, sets), chakra_prefix);
+                                              : import_chakra_verbose(load_scenario(scenario_path, sets), chakra_prefix,
+                                                                      {parse_chakra_durations(chakra_durations, "--chakra-durations")});
     print_scenario_notes("tandem sim", schedule.scenario());
     const sim::SimWork work = sim::count_sim_work(schedule, o);
     const sim::MemoryEstimate need = sim::estimate_memory(work, !o.trace_path.empty(), !timeline_path.empty());

@@ -25,10 +25,10 @@ using ChakraProtoMsg::Node;
 using testing::attr;
 using testing::EtFile;
 
-// The tiny GPT in every layout tandem generates on 4 or 8 GPUs (3D tensor parallelism is refused
-// by the generator today); Colossal-AI's ring self-attention (sp_mode ring) with PP 2 and on an odd
-// ring of 3. 2D/2.5D emit broadcasts and
-// reduces, which the export writes as all-gathers and reduce-scatters. Ring attention's ring steps
+// The tiny GPT in every layout tandem generates on 3 to 16 GPUs; Colossal-AI's ring self-attention
+// (sp_mode ring) alone, with PP 2 and on an odd ring of 3. 2D/2.5D emit broadcasts and reduces,
+// which the export writes as all-gathers and reduce-scatters; 3D (q = 2: 8 ranks, alone, with
+// DP 2 and with PP 2) all-gathers and reduce-scatters over its three axes. Ring attention's ring steps
 // post their send and receive in the order of the rank's parity (shared/ring_attention.cc: even
 // ranks send first), so that a rank blocked in a receive always meets a send already issued; with
 // every receive first, as before, each rank waited in its receive (issue 19). sp 2 and sp 4 (even
@@ -56,6 +56,12 @@ const std::vector<std::vector<std::string>>& strategies() {
       {"cluster.gpus=4", "strategy.sp=2", "strategy.sp_mode=ring_attention", "strategy.tp=2"},
       {"cluster.gpus=4", "strategy.sp=2", "strategy.sp_mode=ring_attention", "strategy.recompute=full"},
       {"cluster.gpus=3", "strategy.sp=3", "strategy.sp_mode=ring_attention", "model.seq_len=48"},
+      {"cluster.gpus=8", "strategy.tp=8", "strategy.tp_mode=3d", "strategy.micro_batch=4"},
+      {"cluster.gpus=16", "strategy.tp=8", "strategy.tp_mode=3d", "strategy.micro_batch=4",
+       "strategy.global_batch=16"},
+      {"cluster.gpus=16", "strategy.tp=8", "strategy.tp_mode=3d", "strategy.micro_batch=4",
+       "strategy.pp=2"},
+      {"cluster.gpus=2", "strategy.sp=2", "strategy.sp_mode=ring"},
       {"cluster.gpus=4", "strategy.sp=2", "strategy.sp_mode=ring", "strategy.pp=2"},
       {"cluster.gpus=3", "strategy.sp=3", "strategy.sp_mode=ring", "model.seq_len=48"},
   };

@@ -43,6 +43,12 @@ struct N {
     a->set_int64_val(v);
     return *this;
   }
+  N& f64(const char* name, double v) {
+    auto* a = n.add_attr();
+    a->set_name(name);
+    a->set_double_val(v);
+    return *this;
+  }
   N& flag(const char* name, bool v) {
     auto* a = n.add_attr();
     a->set_name(name);
@@ -149,6 +155,25 @@ TEST(ChakraReader, UntimedComputeIsPricedFromOpsAndBytes) {
   EXPECT_EQ(r.priced, 1);
   EXPECT_EQ(r.timed, 0);
   EXPECT_NEAR(iteration(s), 50e-6, 1e-12);
+}
+
+// A node with both times, as tandem writes them (tandem_time_ns 400 ns, duration_micros rounded up
+// to the 1 us minimum): replayed at 400 ns by default, at 1 us with ChakraDurations::kMicros (what
+// ASTRA-sim replays); a node with duration_micros only takes it either way (2 us), after the first.
+TEST(ChakraReader, DurationsExactOrWholeMicroseconds) {
+  testing::TempDir dir;
+  const std::string prefix = dir.file("w");
+  write_et(prefix + ".0.et", {N(1, ChakraProtoMsg::COMP_NODE).micros(1).f64("tandem_time_ns", 400),
+                              N(2, ChakraProtoMsg::COMP_NODE).deps({1}).micros(2)});
+  EXPECT_NEAR(iteration(import_chakra(on_test_cluster(), prefix)), 2.4e-6, 1e-12);
+  ChakraImportOptions micros;
+  micros.durations = ChakraDurations::kMicros;
+  ChakraImport r;
+  EXPECT_NEAR(iteration(import_chakra(on_test_cluster(), prefix, &r, micros)), 3e-6, 1e-12);
+  EXPECT_EQ(r.timed, 2);
+  EXPECT_EQ(parse_chakra_durations("micros", "x"), ChakraDurations::kMicros);
+  EXPECT_NE(bad_input([] { parse_chakra_durations("ns", "--chakra-durations"); }).find("--chakra-durations: 'ns'"),
+            std::string::npos);
 }
 
 // Two ranks: collectives find their group in comm_groups.json ("" is every rank), messages

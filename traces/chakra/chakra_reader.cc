@@ -184,6 +184,7 @@ struct Converter {
   std::string prefix;
   int world = 0;
   DType dtype = DType::kBf16;
+  ChakraDurations durations = ChakraDurations::kExact;
   std::map<std::string, GroupId> group_by_name;
   std::vector<ProcessGroup> groups;
 
@@ -288,7 +289,9 @@ struct Converter {
         c.kernel = Kernel::kOpaque;
         c.dtype = dtype;
         double ps = 0;
-        if (const AttributeProto* a = find_attr(n, "tandem_time_ns"); a && a->value_case() == AttributeProto::kDoubleVal)
+        const AttributeProto* a =
+            durations == ChakraDurations::kExact ? find_attr(n, "tandem_time_ns") : nullptr;
+        if (a && a->value_case() == AttributeProto::kDoubleVal)
           ps = a->double_val() * 1e3;
         else
           ps = double(n.duration_micros()) * 1e6;
@@ -351,7 +354,14 @@ class ChakraGenerator : public ProgramGenerator {
 
 }  // namespace
 
-Schedule import_chakra(Scenario scenario, const std::string& prefix, ChakraImport* report) {
+ChakraDurations parse_chakra_durations(const std::string& text, const std::string& where) {
+  if (text == "exact") return ChakraDurations::kExact;
+  if (text == "micros") return ChakraDurations::kMicros;
+  throw bad(where + ": '" + text + "' is not one of exact, micros");
+}
+
+Schedule import_chakra(Scenario scenario, const std::string& prefix, ChakraImport* report,
+                       const ChakraImportOptions& options) {
   int world = 0;
   while (std::filesystem::exists(et_path(prefix, world))) ++world;
   if (world == 0) throw bad(et_path(prefix, 0) + ": no such file (expected PREFIX.<rank>.et for ranks 0, 1, ...)");
@@ -359,6 +369,7 @@ Schedule import_chakra(Scenario scenario, const std::string& prefix, ChakraImpor
   c.prefix = prefix;
   c.world = world;
   c.dtype = scenario.strategy.dtype;
+  c.durations = options.durations;
   c.groups = read_groups(prefix, world, c.group_by_name);
   ChakraImport r;
   r.ranks = world;

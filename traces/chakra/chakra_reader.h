@@ -10,8 +10,9 @@
 // What each node becomes (one task per node; tandem's task ids are the nodes' topological order,
 // file order among ready nodes):
 //  - COMP_NODE: an opaque kernel (Kernel::kOpaque) whose time is the node's attribute
-//    tandem_time_ns when present (tandem's own exports: exact), else duration_micros, else (0)
-//    priced from num_ops and tensor_size on the cluster the way ASTRA-sim's roofline does.
+//    tandem_time_ns when present (tandem's own exports: exact) unless ChakraImportOptions says to
+//    replay duration_micros as ASTRA-sim does, else duration_micros, else (0) priced from num_ops
+//    and tensor_size on the cluster the way ASTRA-sim's roofline does.
 //    is_cpu_op: on the host stream.
 //  - COMM_COLL_NODE: a collective of comm_size bytes over the group pg_name names (comm_groups.json;
 //    "" or "0": all ranks, ASTRA-sim's convention). ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER,
@@ -55,11 +56,26 @@ struct ChakraImport {
   std::map<std::string, int64_t> skipped;  // node kind -> count, for the nodes that became no task
 };
 
+// How compute nodes are timed.
+enum class ChakraDurations {
+  kExact,   // tandem_time_ns where a node has it (tandem's exports), else duration_micros
+  kMicros,  // duration_micros only, whole microseconds as ASTRA-sim replays them (1 us at least on
+            // tandem's exports): the like-for-like figure beside an ASTRA-sim run of the same files
+};
+
+struct ChakraImportOptions {
+  ChakraDurations durations = ChakraDurations::kExact;
+};
+
 // The schedule of the trace set PREFIX on `scenario`'s cluster (its GPU, node shape and network;
 // as many GPUs as the traces have ranks). The scenario's model and strategy do not apply: its
 // name becomes "chakra PREFIX" and its global batch 0 (no tokens: tokens/s and MFU are not known).
 // Every file is read and checked once here (report filled); programs are converted again, one rank
 // at a time, when the simulator asks for them.
-Schedule import_chakra(Scenario scenario, const std::string& prefix, ChakraImport* report = nullptr);
+Schedule import_chakra(Scenario scenario, const std::string& prefix, ChakraImport* report = nullptr,
+                       const ChakraImportOptions& options = {});
+
+// "exact" or "micros" (the --chakra-durations spelling); bad input otherwise.
+ChakraDurations parse_chakra_durations(const std::string& text, const std::string& where);
 
 }  // namespace tandem
