@@ -98,6 +98,10 @@ const Strategy kStrategies[] = {
     {"ring_sp4", "-n 4 --set strategy.sp=4 --set strategy.sp_mode=ring"},
     {"ring_sp2_dp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ring"},
     {"ring_sp2_pp2", "-n 4 --set strategy.sp=2 --set strategy.sp_mode=ring --set strategy.pp=2"},
+    // The sp 4 runs with a second axis too (8 processes): ring self-attention with PP 2,
+    // ring attention with DP 2 (the data-and-sequence group of 8).
+    {"ring_sp4_pp2", "-n 8 --set strategy.sp=4 --set strategy.sp_mode=ring --set strategy.pp=2"},
+    {"ring_attention_sp4_dp2", "-n 8 --set strategy.sp=4 --set strategy.sp_mode=ring_attention"},
     {"ring_attention_sp2_full_recompute",
      "-n 2 --set strategy.sp=2 --set strategy.sp_mode=ring_attention --set strategy.recompute=full"},
     // Heterogeneous memory (docs/offload.md): real copies between the driver's device and host
