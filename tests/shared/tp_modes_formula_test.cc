@@ -104,8 +104,8 @@ const Shipped kShipped[] = {{"tp_modes/gpt3-175b-1d-64.textproto", 16, true},
 Scenario shipped(const Shipped& f, std::vector<std::string> sets) {
   // Two micro-batches and 8 layers a stage keep the programs small; neither changes what one layer
   // of one micro-batch keeps.
-  sets.insert(sets.begin(), {"model.layers=" + std::to_string(8 * load_scenario(testing::scenario_path(f.file)).strategy.pp),
-                             "strategy.global_batch=32"});
+  const int pp = load_scenario(testing::scenario_path(f.file)).strategy.pp;
+  sets.insert(sets.begin(), {"model.layers=" + std::to_string(8 * pp), "strategy.global_batch=32"});
   return load_scenario(testing::scenario_path(f.file), sets);
 }
 
@@ -116,7 +116,8 @@ TEST(TpModeActivations, Gpt3ShapesOn64GpusFollowThePapers) {
     const double input = f.one_d ? 2 * s * b * h : 2 * s * b * h / f.P;
     EXPECT_EQ(activation_bytes_per_layer(shipped(f, {})), input) << f.file;
     // Without recompute, with dropout (Korthikanti's count includes its masks).
-    const double kept = f.one_d ? s * b * h * (10 + 24 / f.P + 5 * a * s / (h * f.P)) : s * b * h * (34 + 5 * a * s / h) / f.P;
+    const double kept = f.one_d ? s * b * h * (10 + 24 / f.P + 5 * a * s / (h * f.P))
+                                : s * b * h * (34 + 5 * a * s / h) / f.P;
     EXPECT_NEAR(activation_bytes_per_layer(shipped(f, {"strategy.recompute=none", "model.dropout=0.1"})) / kept, 1.0,
                 0.02)
         << f.file;
