@@ -5,7 +5,8 @@
 // Matmul_ABT_2D issues the next step's asynchronous broadcasts before the current GEMM), so the
 // broadcasts run under the GEMMs.
 //
-// Per linear and micro-batch a rank takes part in (Optimus, Xu et al. 2021, section 3.2):
+// Per linear and micro-batch a rank takes part in (SUMMA as Colossal-AI's parallel_2d codes it for
+// Optimus, Xu et al. 2021):
 //   forward   q broadcasts of an X block (rows*in elements) in its row group and q of a W block
 //             (out*in) in its column group;
 //   backward  q broadcasts of a W block and q reduces of a partial dX block (rows*in) for dX;

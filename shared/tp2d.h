@@ -3,7 +3,7 @@
 // shared/step_state.h.
 //
 //  - summa.cc: the linear layer as SUMMA (van de Geijn & Watts 1997; Optimus, Xu et al. 2021,
-//    arXiv 2104.05343, Algorithm 1; Colossal-AI parallel_2d/_operation.py Matmul_ABT_2D): q steps,
+//    arXiv 2104.05343, as Colossal-AI codes it: parallel_2d/_operation.py Matmul_ABT_2D): q steps,
 //    step k broadcasting the activation block of column k along each row group and the weight
 //    block of row k along each column group, then a local GEMM accumulate. Backward: dX in q steps
 //    of {broadcast the weight block along the column group, GEMM, reduce the partial dX to its

@@ -6,8 +6,9 @@
 //
 // Activations kept per layer are those of 1D with every [b, s, h'] tensor divided by q*q (batch
 // by q, features by q) and the attention scores [b, a, s, s] too (batch and heads by q): the
-// Optimus paper's point (section 3.3) that the 2D layout divides the activations by the whole
-// tensor-parallel degree, where 1D keeps the layer input and norm outputs whole.
+// Optimus paper's point (its abstract: activations "partitioned and distributed among devices")
+// that the 2D layout divides the activations by the whole tensor-parallel degree, where 1D keeps
+// the layer input and norm outputs whole.
 #include "shared/tp2d.h"
 
 namespace tandem {

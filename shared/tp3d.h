@@ -2,7 +2,7 @@
 // for the cube, the groups and who holds which block). Private to the generator files, like
 // shared/tp2d.h, whose layer body (grid_layer_*) and split layer norm it reuses.
 //
-//  - tp3d_linear.cc: the linear layer (Bian et al. 2021, arXiv 2105.14450, section 3; Colossal-AI
+//  - tp3d_linear.cc: the linear layer (Bian et al. 2021, arXiv 2105.14450, as Colossal-AI codes it:
 //    legacy/nn/layer/parallel_3d/_operation.py _Linear3D): all-gather the input over the input
 //    axis, the weight over B, one local GEMM, reduce-scatter the output over the output axis.
 //    qkv and fc1 take input axis A and output axis C, o and fc2 the two swapped. Backward:

@@ -112,8 +112,9 @@ INSTANTIATE_TEST_SUITE_P(Generators, Tp2dValidity, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 TEST(Tp2dTraffic, ALayerMovesTheSummaClosedForm) {
-  // Optimus (Xu et al. 2021, arXiv 2104.05343, section 3: the SUMMA forward and backward of a
-  // linear layer on a q x q grid): Y = X W^T with X [b s, h_in] and W [h_out, h_in] in q x q
+  // SUMMA as Colossal-AI's parallel_2d/_operation.py codes it for Optimus (Xu et al. 2021, arXiv
+  // 2104.05343; the paper's body not read here: tests/shared/tp_modes_traffic_test.cc), a linear
+  // layer on a q x q grid: Y = X W^T with X [b s, h_in] and W [h_out, h_in] in q x q
   // blocks costs each rank q broadcasts of an X block (b s h_in / q^2) and q of a W block
   // (h_in h_out / q^2) forward; backward q broadcasts of W with q reduces of a dX block for dX,
   // q broadcasts of X with q reduces of a dW block for dW. Summed over a layer's four linears

@@ -1,7 +1,8 @@
 // 3D tensor parallelism (tp_mode 3d; shared/tp3d.h, shared/tp3d_groups.h): the cube's groups, the
 // validator's rules, schedules the schedule validator accepts, and a transformer layer's
 // communication and kept activations against figures derived by hand from the algorithm (Bian et
-// al. 2021, arXiv 2105.14450, section 3; Colossal-AI legacy parallel_3d _Linear3D).
+// al. 2021, arXiv 2105.14450, as Colossal-AI's legacy parallel_3d _Linear3D codes it; the paper's
+// body not read here, its closed form from Colossal-AI's docs in tp_modes_traffic_test.cc).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -101,8 +102,8 @@ INSTANTIATE_TEST_SUITE_P(Generators, Tp3dValidity, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 TEST(Tp3dTraffic, ALayerMovesWhatTheCubeAlgorithmDerives) {
-  // One linear Y = X W^T, X [b s, h_in], W [h_out, h_in], on a q x q x q cube (Bian et al. 2021,
-  // section 3; Colossal-AI _Linear3D): a rank holds X's block [b s / q^2, h_in / q] and W's
+  // One linear Y = X W^T, X [b s, h_in], W [h_out, h_in], on a q x q x q cube (Bian et al. 2021
+  // as Colossal-AI's _Linear3D codes it): a rank holds X's block [b s / q^2, h_in / q] and W's
   // [h_out / q^2, h_in / q]. Forward: all-gather X over the input axis (q blocks: b s h_in / q^2
   // elements gathered), all-gather W over B (h_in h_out / q^2), GEMM, reduce-scatter the
   // [b s / q, h_out / q] partial output over the output axis (b s h_out / q^2). Backward:
