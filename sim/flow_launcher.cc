@@ -134,9 +134,14 @@ void FlowLauncher::start_phase(uint32_t op, double now) {
     o.shadows.clear();
     for (uint32_t lane = 0; lane < o.lanes; ++lane) {
       const int rank = layout_.lane_rank(o.src, lane);
+      if (lane && !layout_.simulated(rank)) {  // the image of a simulated lane's copy (flow quotient)
+        o.shadows.emplace_back();
+        continue;
+      }
       sg::Host* gpu = platform_.pcie(rank);
       sg::Host* cpu = platform_.cpu_of(rank);
       sg::CommPtr c = sg::Comm::sendto_async(h2d ? cpu : gpu, h2d ? gpu : cpu, uint64_t(o.bytes));
+      ++result_.simgrid_flows;
       if (lane) o.shadows.push_back(std::move(c));
       else add_flow(std::move(c), op, 0, Links{kUntracked, kUntracked});
     }
@@ -153,12 +158,9 @@ void FlowLauncher::start_phase(uint32_t op, double now) {
   if (try_alone(op, now)) return;
   uint32_t slot = 0;
   for (const Flow& f : p.flows) {
-    sg::Host *a, *b;
-    if (platform_.same_node(f.src, f.dst)) a = platform_.nvl(f.src), b = platform_.nvl(f.dst);
-    else a = platform_.nic_of(f.src), b = platform_.nic_of(f.dst);
     const Links l = links_of(f);
     occupy(l, now);
-    sg::CommPtr c = sg::Comm::sendto_async(a, b, flow_bytes(f, o));
+    sg::CommPtr c = start_flow(f, flow_bytes(f, o), slot >= o.lane_flows);
     if (slot++ >= o.lane_flows) o.shadows.push_back(std::move(c));
     else add_flow(std::move(c), op, slot - 1, l);
   }
@@ -207,6 +209,11 @@ void FlowLauncher::flow_done(size_t index, double now) {
       sg::CommPtr& c = o.shadows[(lane - 1) * o.lane_flows + slot];
       const Links l = o.kind == NetOp::kCopy ? Links{kUntracked, kUntracked}
                                               : links_of(o.plan->phases[o.phase].flows[lane * o.lane_flows + slot]);
+      if (!c) {  // the image of a simulated flow (flow quotient): it ends with lane 0's, as they do
+        --o.outstanding;
+        release(l);
+        continue;
+      }
       if (c->test()) {
         if (c->get_finish_time() != t) result_.fold_exact = false;
         --o.outstanding;
@@ -224,6 +231,22 @@ void FlowLauncher::flow_done(size_t index, double now) {
 }  // namespace tandem::sim
 
 namespace tandem::sim {
+
+sg::CommPtr FlowLauncher::start_flow(const Flow& f, uint64_t bytes, bool shadow) {
+  if (shadow && !layout_.simulated(f.src)) {
+    // Not simulated (FoldPlanner::choose_flow_quotient): its representative, a flow of a lane
+    // whose tp coordinate is below the stride, is in SimGrid. The quotient needs both ends in
+    // the same class; a flow that is not marks the run inexact (simulate() reruns it unfolded).
+    if (layout_.simulated(f.dst)) result_.fold_exact = false;
+    return nullptr;
+  }
+  if (shadow && !layout_.simulated(f.dst)) result_.fold_exact = false;
+  sg::Host *a, *b;
+  if (platform_.same_node(f.src, f.dst)) a = platform_.nvl(f.src), b = platform_.nvl(f.dst);
+  else a = platform_.nic_of(f.src), b = platform_.nic_of(f.dst);
+  ++result_.simgrid_flows;
+  return sg::Comm::sendto_async(a, b, bytes);
+}
 
 FlowLauncher::Links FlowLauncher::links_of(const Flow& f) const {
   const uint32_t w = uint32_t(schedule_.world_size());
@@ -323,13 +346,10 @@ void FlowLauncher::materialize(uint32_t op, double now) {
     const double left = total - (now - o.alone_since) * bw;
     const bool over = o.alone_since + total / bw <= now;
     if (over && o.lanes == 1) continue;
-    sg::Host *a, *b;
-    if (platform_.same_node(f.src, f.dst)) a = platform_.nvl(f.src), b = platform_.nvl(f.dst);
-    else a = platform_.nic_of(f.src), b = platform_.nic_of(f.dst);
     const Links l = links_of(f);
     ++link_flows_[l.up];
     ++link_flows_[l.down];
-    sg::CommPtr c = sg::Comm::sendto_async(a, b, uint64_t(std::max(1.0, std::llround(left) * 1.0)));
+    sg::CommPtr c = start_flow(f, uint64_t(std::max(1.0, std::llround(left) * 1.0)), s >= o.lane_flows);
     ++o.outstanding;
     if (s >= o.lane_flows) o.shadows.push_back(std::move(c));
     else add_flow(std::move(c), op, s, l);

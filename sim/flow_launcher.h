@@ -59,6 +59,8 @@ class FlowLauncher {
   void start_phase(uint32_t op, double now);
   void phase_flows_done(uint32_t op, double now);
   void add_flow(simgrid::s4u::CommPtr c, uint32_t op, uint32_t slot, Links links);
+  // A SimGrid flow for `f`, or none for a shadow (lane > 0) the flow quotient leaves out.
+  simgrid::s4u::CommPtr start_flow(const Flow& f, uint64_t bytes, bool shadow);
   // Phases costed alone (docs/sim.md "Speed shortcuts"): a phase whose flows all have links of
   // their own (NVLink ports, or NIC up and down links with no shared leaf), each link carrying
   // one of its flows and no other flow, moves at the links' bandwidth: each flow takes bytes /

@@ -15,6 +15,7 @@ FoldPlanner::FoldPlanner(const Schedule& schedule, const SimOptions& options, co
   units_ = schedule_.world_size() / fold_;
   if (lane_groups_.empty()) lane_groups_.resize(schedule_.groups().size());
   count_parties();
+  quotient_stride_ = choose_flow_quotient();
 }
 
 std::vector<std::pair<int, int>> FoldPlanner::unit_nodes(int unit) const {

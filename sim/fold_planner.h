@@ -57,6 +57,12 @@ class FoldPlanner {
   // another unit's, or, inside one unit, lane m + d talks to lane m' + d, mod the fold).
   int lane_rank(int r, uint32_t lane) const { return member(unit_of(r), (lane_of(r) + int(lane)) % fold_); }
   bool same_unit(int a, int b) const { return unit_of(a) == unit_of(b); }
+  // Flow quotient (grid folding with tp > 1, SimOptions::fold_flows; fold_planner_grid.cc): only
+  // the flows of ranks whose tp coordinate is below quotient_stride() go to SimGrid; every other
+  // flow is the image of one of them under a tp-lane move of the platform and ends with it.
+  // 0: no quotient (every flow is simulated).
+  int quotient_stride() const { return quotient_stride_; }
+  bool simulated(int rank) const { return quotient_stride_ == 0 || tp_of_[rank] < quotient_stride_; }
   // Nodes a unit's lanes lie on, ascending, with the number of its lanes on each (host memory).
   std::vector<std::pair<int, int>> unit_nodes(int unit) const;
 
@@ -65,6 +71,7 @@ class FoldPlanner {
   int choose_fold();
   int choose_replica_fold();
   int choose_grid_fold();  // fold_planner_grid.cc
+  int choose_flow_quotient();  // fold_planner_grid.cc
   void count_parties();
 
   // Usage of groups and peers by each distinct program.
@@ -81,6 +88,8 @@ class FoldPlanner {
   int fold_ = 1;
   int units_ = 1;
   bool grid_ = false;                              // grid folding: the three tables below
+  int quotient_stride_ = 0;                        // choose_flow_quotient
+  std::vector<int> tp_of_;                         // by rank, with the quotient: tp coordinate
   std::vector<int> unit_of_, lane_of_, members_;  // by rank, by rank, by unit * fold + lane
   std::vector<uint8_t> group_exclusive_;           // by group id
   std::vector<uint8_t> group_unit_private_;        // by group id: ports carry only the group and its p2p

@@ -122,4 +122,44 @@ int FoldPlanner::choose_grid_fold() {
   return F;
 }
 
+// Flow quotient (SimOptions::fold_flows; docs/sim.md "Flow quotient"). With grid folding the one
+// state launches the flows of every lane, and they are the images of lane 0's under the platform's
+// symmetries. Let H be the moves of every rank from tp coordinate m to m + j*k (mod tp, inside its
+// tp block), k = GPUs per NIC (1 where every GPU has a NIC of its own). H maps the platform onto
+// itself (NVLink and PCIe ports are per GPU, NICs per k GPUs, no link shared between nodes:
+// Platform::private_routes) and acts freely on its links: no link is its own image. If every
+// flow joins two GPUs of the same tp coordinate, each H-orbit of flows has exactly one member
+// whose ends have tp coordinate < k, and every link of an orbit carries exactly one member of
+// each flow orbit crossing it. The set of flows in flight is H-invariant (every lane launches at
+// the same instant, bytes equal), so the max-min rates (unique) are H-invariant, and on the links
+// of the ranks with tp < k they are those of the system of the representatives alone: each such
+// link carries the same flows, one per orbit, in both systems. So only the representatives go to
+// SimGrid; every other flow ends when its representative does (FlowLauncher). Taken when:
+// - grid folding was taken, tp > 1, k divides tp and k < tp;
+// - every group whose collectives launch flows (not closed-form) has members of one tp
+//   coordinate (the data-parallel group, groups spanning stages); a tp group that is not
+//   closed-form (its flows join different tp coordinates) refuses the quotient;
+// - p2p joins lane l to lane l of another unit (grid folding): the same tp coordinate; copies
+//   are one GPU's PCIe link.
+// FlowLauncher checks the flows it launches (a flow between tp coordinates of different classes
+// marks the run inexact, and simulate() reruns it unfolded).
+int FoldPlanner::choose_flow_quotient() {
+  if (!options_.fold_flows || !grid_) return 0;
+  const RankGrid& grid = schedule_.grid();
+  const int T = grid.tp();
+  const int gpn = platform_.gpus_per_node(), nics = platform_.nics_per_node();
+  const int k = nics >= gpn ? 1 : gpn / nics;
+  if (T <= 1 || T % k || k >= T || !platform_.private_routes()) return 0;
+  const auto& groups = schedule_.groups();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (lane_groups_[g].empty() || group_exclusive_[g]) continue;
+    const auto& ranks = groups[g].ranks;
+    for (int r : ranks)
+      if (grid.coord(r).tp != grid.coord(ranks.front()).tp) return 0;
+  }
+  tp_of_.resize(size_t(schedule_.world_size()));
+  for (int r = 0; r < schedule_.world_size(); ++r) tp_of_[size_t(r)] = grid.coord(r).tp;
+  return k;
+}
+
 }  // namespace tandem::sim

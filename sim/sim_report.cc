@@ -144,7 +144,7 @@ void write_json(std::ostream& out, const Schedule& schedule, const SimResult& r)
     j.end_array().end_object();
   }
   j.key("simulator").begin_object();
-  j.key("flows").integer(r.flows).key("collectives").integer(r.collectives);
+  j.key("flows").integer(r.flows).key("simgrid_flows").integer(r.simgrid_flows).key("collectives").integer(r.collectives);
   j.key("closed_form_collectives").integer(r.closed_form_collectives);
   j.key("calibrated_collectives").integer(r.calibrated_collectives).key("events").integer(r.events);
   j.key("programs_generated").integer(r.programs_generated).key("ranks_per_replayed_state").integer(r.fold);

@@ -62,6 +62,7 @@ std::string encode_sim_result(const SimResult& r) {
   p.set_peak_memory_bytes(r.peak_memory_bytes);
   p.set_slowest_rank(r.slowest_rank);
   p.set_flows(r.flows);
+  p.set_simgrid_flows(r.simgrid_flows);
   p.set_collectives(r.collectives);
   p.set_closed_form_collectives(r.closed_form_collectives);
   p.set_calibrated_collectives(r.calibrated_collectives);
@@ -122,6 +123,7 @@ SimResult decode_sim_result(const std::string& bytes) {
   r.peak_memory_bytes = p.peak_memory_bytes();
   r.slowest_rank = p.slowest_rank();
   r.flows = p.flows();
+  r.simgrid_flows = p.simgrid_flows();
   r.collectives = p.collectives();
   r.closed_form_collectives = p.closed_form_collectives();
   r.calibrated_collectives = p.calibrated_collectives();

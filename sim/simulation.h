@@ -51,6 +51,9 @@ struct SimOptions {
   // Replay the data-parallel replicas of a pure data-parallel schedule (tp = pp = sp = 1, every
   // group the whole world) as one state (sim/fold_planner.h, docs/sim.md); needs the same two.
   bool fold_data_parallel = true;
+  // With grid folding and tp > 1: simulate in SimGrid only the flows of the first tp lane(s),
+  // the others being their images under a symmetry of the platform (docs/sim.md "Flow quotient").
+  bool fold_flows = true;
 
   // What to keep besides the summary.
   bool record_tasks = false;   // every task's start and end, per rank, in SimResult::tasks
@@ -130,6 +133,7 @@ struct SimResult {
 
   // What the simulator did.
   uint64_t flows = 0;
+  uint64_t simgrid_flows = 0;  // of `flows`, those SimGrid moved (not costed alone, not left out by the flow quotient)
   uint64_t collectives = 0;
   uint64_t closed_form_collectives = 0;
   uint64_t calibrated_collectives = 0;  // took their measured time (SimOptions::calibration)

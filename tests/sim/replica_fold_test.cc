@@ -54,6 +54,15 @@ void expect_same_outputs(const std::vector<std::string>& sets, int fold, int fol
   SimOptions none = off;
   none.closed_form_uncontended = none.fuse_compute = none.share_class_programs = none.fold_tensor_parallel = false;
   const Output a = run(s, on, "on"), b = run(s, off, "off"), c = run(s, none, "none");
+  // The flow quotient (FoldPlanner::choose_flow_quotient) off: every lane's flows in SimGrid.
+  SimOptions whole = on;
+  whole.fold_flows = false;
+  const Output w = run(s, whole, "whole");
+  EXPECT_TRUE(w.result.fold_exact);
+  EXPECT_EQ(a.json, w.json);
+  EXPECT_TRUE(a.trace == w.trace) << "traces differ with and without the flow quotient";
+  EXPECT_EQ(a.result.flows, w.result.flows);
+  EXPECT_LE(a.result.simgrid_flows, w.result.simgrid_flows);
   EXPECT_EQ(a.result.fold, fold);
   EXPECT_EQ(b.result.fold, fold_off);
   if (fold > fold_off) {
@@ -146,6 +155,38 @@ TEST(ReplicaFolding, GridOnlyWhereExact) {
   // symmetry of the platform (its NICs): not folded (nor by tensor-parallel folding: the tp groups
   // share their node's NVLink ports with the data-parallel traffic).
   expect_same_outputs({"cluster.gpus=16", "strategy.tp=2", "strategy.global_batch=16"}, 1);
+}
+
+// The flow quotient: with grid folding and tp > 1 only the flows of tp lane 0 (one GPU per NIC)
+// go to SimGrid, the other tp lanes' flows being their images under the move of every rank by one
+// tp lane. dp 4 x tp 2 x pp 4 on nodes of 2 (the tp group is the node, closed-form; pipeline
+// messages and gradient all-reduces across the NICs, which they share at the ends of the
+// backward): outputs byte-identical with and without it (expect_same_outputs), and SimGrid moves
+// half the flows it moves without it (tp = 2: one of every two lanes).
+TEST(FlowQuotient, HalfTheSimGridFlowsAtTp2) {
+  const std::vector<std::string> sets = {"cluster.gpus=32", "cluster.gpus_per_node=2", "strategy.tp=2",
+                                         "strategy.pp=4", "strategy.global_batch=32"};
+  expect_same_outputs(sets, 8, 2);
+  Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
+  SimOptions on, whole;
+  whole.fold_flows = false;
+  const SimResult a = simulate(s, on), w = simulate(s, whole);
+  ASSERT_GT(w.simgrid_flows, 0u) << "no flow met another: the case does not exercise SimGrid";
+  EXPECT_EQ(2 * a.simgrid_flows, w.simgrid_flows);
+}
+
+// Where a tp group's collectives are not closed-form (its NVLink ports also carry pipeline
+// messages: tp 2 and pp 2 on nodes of 4), its flows join different tp lanes: no quotient, every
+// flow in SimGrid.
+TEST(FlowQuotient, NotTakenWhereFlowsJoinTpLanes) {
+  const std::vector<std::string> sets = {"cluster.gpus=16", "cluster.gpus_per_node=4", "strategy.tp=2",
+                                         "strategy.pp=2", "strategy.global_batch=32"};
+  Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
+  SimOptions on, whole;
+  whole.fold_flows = false;
+  const SimResult a = simulate(s, on), w = simulate(s, whole);
+  EXPECT_EQ(a.fold, 8);
+  EXPECT_EQ(a.simgrid_flows, w.simgrid_flows);
 }
 
 }  // namespace
