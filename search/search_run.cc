@@ -5,9 +5,14 @@
 #include <cmath>
 #include <ctime>
 #include <optional>
+#include <set>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 
 #include "search/layer_probe.h"
 #include "search/point_check.h"
+#include "search/search_wire.h"
 #include "shared/error.h"
 #include "shared/number_format.h"
 #include "shared/plan_summary.h"
@@ -20,7 +25,32 @@ namespace {
 struct Valid {
   Candidate candidate;
   Estimate estimate;
-  uint64_t order = 0;  // enumeration order: ties keep it
+  uint64_t order = 0;  // enumeration order (from 1): ties keep it
+};
+
+// A valid point whose memory a rank planned.
+struct Planned {
+  Candidate candidate;
+  Estimate estimate;
+  uint64_t order = 0;
+  int64_t peak_bytes = 0;
+  bool fits = false;
+};
+
+// One rank's share of the space: its counts and the points it planned, best estimate first.
+struct RankPart {
+  uint64_t points = 0, valid = 0;
+  std::map<std::string, RuleCount> invalid;
+  std::map<std::string, uint64_t> example_order;  // by rule: the enumeration order of its example
+  std::vector<LayerProbes::Key> probe_keys;
+  bool has_cluster = false;  // a valid point was loaded (the next two are set)
+  std::string scenario_name;
+  int64_t hbm_bytes = 0;
+  std::vector<Planned> planned;
+  double wall_s = 0, cpu_s = 0;
+  // An error this rank met (sent to rank 0, which throws it).
+  int error_kind = 0;
+  std::string error;
 };
 
 std::string join_sets(const std::vector<std::string>& sets) {
@@ -44,47 +74,33 @@ bool simulated_before(const RankedPoint& a, const RankedPoint& b, bool vary_batc
   return score(a.candidate, a.estimate, vary_batch) < score(b.candidate, b.estimate, vary_batch);
 }
 
-}  // namespace
-
-SearchResult run_search(const std::string& scenario_path, const std::vector<std::string>& sets,
-                        const SearchOptions& options) {
-  if (options.top < 1) throw Error("--top: expected a positive number of points, got " + std::to_string(options.top));
+// The points of `shape` dealt to this rank (enumeration order i from 1 goes to rank (i-1) mod
+// size): checked, estimated, sorted by (score, order), and planned in that order until `top` fit
+// with distinct (score, peak) pairs.
+RankPart rank_part(const SpaceShape& shape, PointChecker& checker, const SearchOptions& options, int rank, int size) {
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
-  SpaceShape shape;
-  fix_keys(shape, sets);
-  if (options.vary_batch && shape.fixed.count("strategy.global_batch"))
-    throw Error("--vary-batch searches strategy.global_batch, which --set fixes; drop one of them", ErrorKind::kBadInput);
-  shape.vary_batch = options.vary_batch;
-  PointChecker checker(scenario_path, sets, options.gpus);
-  // The scenario's own strategy need not be valid on these GPUs: the space replaces it.
-  shape.gpus = checker.gpus();
-  shape.layers = checker.layers();
-  shape.global_batch = checker.global_batch();
-
-  SearchResult r;
-  r.scenario_path = scenario_path;
-  r.sets = checker.sets();
-  r.gpus = shape.gpus;
-  r.vary_batch = options.vary_batch;
-
+  RankPart part;
   std::optional<LayerProbes> probes;  // on the cluster of the first valid point (every point's)
   std::vector<Valid> valid;
   Scenario point;
   std::string message, last_message;
   RuleCount* last_rule = nullptr;
+  uint64_t order = 0;
   for_each_candidate(shape, [&](const Candidate& c) {
-    ++r.points;
+    if (order++ % uint64_t(size) != uint64_t(rank)) return;
+    ++part.points;
     const std::vector<std::string> point_sets = candidate_sets(c);
     bool ok = checker.check(point_sets, &point, &message);
     if (ok) {
       try {
         if (!probes) {
           probes.emplace(point.cluster);
-          r.scenario_name = point.name.empty() ? point.model.name : point.name;
-          r.hbm_bytes = point.cluster.hbm_bytes();
+          part.has_cluster = true;
+          part.scenario_name = point.name.empty() ? point.model.name : point.name;
+          part.hbm_bytes = point.cluster.hbm_bytes();
         }
-        valid.push_back({c, estimate(point, probes->costs(point), probes->comm()), r.points});
+        valid.push_back({c, estimate(point, probes->costs(point), probes->comm()), order});
       } catch (const Error& e) {  // a generator that refuses the point (bad input)
         if (e.kind() != ErrorKind::kBadInput) throw;
         message = e.what();
@@ -93,15 +109,103 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
     }
     if (!ok) {
       // Consecutive points often break the same rule with the same values: one rule_of for them.
-      if (message != last_message) last_rule = &r.invalid[rule_of(message)], last_message = message;
+      if (message != last_message) {
+        const std::string rule = rule_of(message);
+        last_rule = &part.invalid[rule], last_message = message;
+        if (last_rule->count == 0) part.example_order[rule] = order;
+      }
       if (last_rule->count++ == 0) last_rule->example = message;
     }
   });
-  r.valid = valid.size();
-  r.probes = probes ? probes->probes() : 0;
-  r.estimate_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  r.estimate_cpu_s = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
-  if (valid.empty()) {
+  part.valid = valid.size();
+  if (probes) part.probe_keys = probes->keys();
+  part.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  part.cpu_s = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
+
+  const bool vary = options.vary_batch;
+  std::sort(valid.begin(), valid.end(), [vary](const Valid& a, const Valid& b) {
+    const double sa = score(a.candidate, a.estimate, vary), sb = score(b.candidate, b.estimate, vary);
+    return sa != sb ? sa < sb : a.order < b.order;
+  });
+  std::vector<std::pair<double, int64_t>> fitting;  // distinct (score, peak) of the fitting points
+  for (const Valid& v : valid) {
+    if (fitting.size() == size_t(options.top)) break;
+    if (!checker.check(candidate_sets(v.candidate), &point, &message))
+      throw Error("search: internal: a valid point no longer loads: " + message, ErrorKind::kInternal);
+    const PlanSummary plan = summarize(Schedule(std::move(point)));
+    part.planned.push_back({v.candidate, v.estimate, v.order, plan.peak_memory_bytes, plan.fits});
+    const std::pair<double, int64_t> key{score(v.candidate, v.estimate, vary), plan.peak_memory_bytes};
+    if (plan.fits && std::find(fitting.begin(), fitting.end(), key) == fitting.end()) fitting.push_back(key);
+  }
+  return part;
+}
+
+std::string to_bytes(const RankPart& p) {
+  WireWriter w;
+  w.put(p.points).put(p.valid).put(uint64_t(p.invalid.size()));
+  for (const auto& [rule, count] : p.invalid)
+    w.put_string(rule).put(count.count).put_string(count.example).put(p.example_order.at(rule));
+  w.put(uint64_t(p.probe_keys.size()));
+  for (const LayerProbes::Key& k : p.probe_keys) std::apply([&w](const auto&... v) { (w.put(v), ...); }, k);
+  w.put(p.has_cluster).put_string(p.scenario_name).put(p.hbm_bytes);
+  w.put(uint64_t(p.planned.size()));
+  for (const Planned& q : p.planned) w.put(q);
+  w.put(p.wall_s).put(p.cpu_s).put(p.error_kind).put_string(p.error);
+  return w.bytes();
+}
+
+RankPart part_of(const std::string& bytes) {
+  WireReader in(bytes);
+  RankPart p;
+  p.points = in.get<uint64_t>();
+  p.valid = in.get<uint64_t>();
+  for (uint64_t n = in.get<uint64_t>(); n > 0; --n) {
+    const std::string rule = in.get_string();
+    RuleCount& c = p.invalid[rule];
+    c.count = in.get<uint64_t>();
+    c.example = in.get_string();
+    p.example_order[rule] = in.get<uint64_t>();
+  }
+  for (uint64_t n = in.get<uint64_t>(); n > 0; --n) {
+    LayerProbes::Key k;
+    std::apply([&in](auto&... v) { ((v = in.get<std::remove_reference_t<decltype(v)>>()), ...); }, k);
+    p.probe_keys.push_back(k);
+  }
+  p.has_cluster = in.get<bool>();
+  p.scenario_name = in.get_string();
+  p.hbm_bytes = in.get<int64_t>();
+  for (uint64_t n = in.get<uint64_t>(); n > 0; --n) p.planned.push_back(in.get<Planned>());
+  p.wall_s = in.get<double>();
+  p.cpu_s = in.get<double>();
+  p.error_kind = in.get<int>();
+  p.error = in.get_string();
+  if (!in.done()) throw Error("search: internal: a rank's message is longer than its fields", ErrorKind::kInternal);
+  return p;
+}
+
+// Rank 0: the ranks' parts as one process's search (see the header).
+void merge_parts(const std::vector<RankPart>& parts, const SearchOptions& options, SearchResult& r) {
+  std::set<LayerProbes::Key> keys;
+  std::map<std::string, uint64_t> example_order;
+  std::vector<Planned> planned;
+  for (const RankPart& p : parts) {
+    if (!p.error.empty()) throw Error(p.error, ErrorKind(p.error_kind));
+    r.points += p.points;
+    r.valid += p.valid;
+    for (const auto& [rule, count] : p.invalid) {
+      RuleCount& c = r.invalid[rule];
+      auto [at, first] = example_order.emplace(rule, p.example_order.at(rule));
+      if (first || p.example_order.at(rule) < at->second) at->second = p.example_order.at(rule), c.example = count.example;
+      c.count += count.count;
+    }
+    keys.insert(p.probe_keys.begin(), p.probe_keys.end());
+    if (p.has_cluster && r.scenario_name.empty()) r.scenario_name = p.scenario_name, r.hbm_bytes = p.hbm_bytes;
+    planned.insert(planned.end(), p.planned.begin(), p.planned.end());
+    r.estimate_wall_s = std::max(r.estimate_wall_s, p.wall_s);
+    r.estimate_cpu_s += p.cpu_s;
+  }
+  r.probes = keys.size();
+  if (r.valid == 0) {
     std::string rule;
     uint64_t most = 0;
     for (const auto& [k, v] : r.invalid)
@@ -113,30 +217,25 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
   }
 
   const bool vary = options.vary_batch;
-  std::sort(valid.begin(), valid.end(), [vary](const Valid& a, const Valid& b) {
+  std::sort(planned.begin(), planned.end(), [vary](const Planned& a, const Planned& b) {
     const double sa = score(a.candidate, a.estimate, vary), sb = score(b.candidate, b.estimate, vary);
     return sa != sb ? sa < sb : a.order < b.order;
   });
   int64_t smallest_peak = -1;
   std::string smallest_sets;
-  for (size_t i = 0; i < valid.size(); ++i) {
-    if (r.best.size() == size_t(options.top)) {
-      r.pruned[kPrunedByEstimate] = valid.size() - i;
-      break;
-    }
+  size_t i = 0;
+  for (; i < planned.size() && r.best.size() < size_t(options.top); ++i) {
     RankedPoint p;
-    p.candidate = valid[i].candidate;
+    p.candidate = planned[i].candidate;
     p.sets = candidate_sets(p.candidate);
-    p.estimate = valid[i].estimate;
-    if (!checker.check(p.sets, &point, &message)) throw Error("search: internal: a valid point no longer loads: " + message, ErrorKind::kInternal);
-    const PlanSummary plan = summarize(Schedule(std::move(point)));
+    p.estimate = planned[i].estimate;
     ++r.memory_planned;
-    p.planned_peak_bytes = plan.peak_memory_bytes;
-    if (smallest_peak < 0 || plan.peak_memory_bytes < smallest_peak) {
-      smallest_peak = plan.peak_memory_bytes;
+    p.planned_peak_bytes = planned[i].peak_bytes;
+    if (smallest_peak < 0 || p.planned_peak_bytes < smallest_peak) {
+      smallest_peak = p.planned_peak_bytes;
       smallest_sets = join_sets(p.sets);
     }
-    if (!plan.fits) {
+    if (!planned[i].fits) {
       ++r.out_of_memory;
       continue;
     }
@@ -151,28 +250,160 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
     }
     r.best.push_back(std::move(p));
   }
+  if (r.best.size() < size_t(options.top) && i < r.valid)
+    throw Error("search: internal: the ranks planned too few points (" + std::to_string(i) + " of " +
+                    std::to_string(r.valid) + " valid, " + std::to_string(r.best.size()) + " fit)",
+                ErrorKind::kInternal);
+  if (i < r.valid) r.pruned[kPrunedByEstimate] = r.valid - i;
   if (r.best.empty())
     throw Error("tandem search: the model fits nowhere on " + std::to_string(r.gpus) + " GPUs: the smallest planned peak of the " +
                     std::to_string(r.valid) + " valid strategies is " + format_gib(smallest_peak) + " per GPU (" + smallest_sets +
                     "), over the " + format_gib(r.hbm_bytes) + " of HBM",
                 ErrorKind::kBadInput);
+}
 
-  if (options.simulate) {
-    std::vector<std::vector<std::string>> runs;
+std::string runs_to_bytes(bool go, const std::vector<std::vector<std::string>>& runs) {
+  WireWriter w;
+  w.put(go).put(uint64_t(runs.size()));
+  for (const auto& run : runs) {
+    w.put(uint64_t(run.size()));
+    for (const std::string& s : run) w.put_string(s);
+  }
+  return w.bytes();
+}
+
+void put_result(WireWriter& w, const sweep::PointResult& p) {
+  w.put(p.status).put_string(p.reason).put_string(p.scenario_name);
+  w.put(p.gpus).put(p.dp).put(p.tp).put(p.pp).put(p.sp);
+  w.put(p.iteration_time_s).put(p.iteration_time_low_s).put(p.iteration_time_high_s).put(p.tokens_per_s);
+  w.put(p.model_tflops_per_gpu).put(p.hardware_tflops_per_gpu).put(p.mfu).put(p.peak_memory_bytes);
+}
+
+sweep::PointResult get_result(WireReader& in) {
+  sweep::PointResult p;
+  p.status = in.get<sweep::PointStatus>();
+  p.reason = in.get_string();
+  p.scenario_name = in.get_string();
+  p.gpus = in.get<int>(), p.dp = in.get<int>(), p.tp = in.get<int>(), p.pp = in.get<int>(), p.sp = in.get<int>();
+  p.iteration_time_s = in.get<double>();
+  p.iteration_time_low_s = in.get<double>();
+  p.iteration_time_high_s = in.get<double>();
+  p.tokens_per_s = in.get<double>();
+  p.model_tflops_per_gpu = in.get<double>();
+  p.hardware_tflops_per_gpu = in.get<double>();
+  p.mfu = in.get<double>();
+  p.peak_memory_bytes = in.get<int64_t>();
+  return p;
+}
+
+// Simulates runs[i] for the i dealt to this rank (i mod size); on rank 0, every result.
+std::vector<sweep::PointResult> simulate_runs(const std::string& scenario_path,
+                                              const std::vector<std::vector<std::string>>& runs,
+                                              const SearchOptions& options, const SearchRanks* ranks) {
+  sweep::RunOptions ro;
+  ro.jobs = options.jobs;
+  ro.limit = options.limit;
+  ro.sim = options.sim;
+  const int rank = ranks ? ranks->rank : 0, size = ranks ? ranks->size : 1;
+  if (rank == 0) ro.on_progress = options.on_progress;
+  std::vector<std::vector<std::string>> mine;
+  for (size_t i = rank; i < runs.size(); i += size) mine.push_back(runs[i]);
+  std::vector<sweep::PointResult> results = sweep::run_points(scenario_path, mine, ro);
+  if (size == 1) return results;
+  WireWriter w;
+  for (const sweep::PointResult& p : results) put_result(w, p);
+  const std::vector<std::string> all = ranks->gather_to_root(w.bytes());
+  if (rank != 0) return {};
+  std::vector<sweep::PointResult> out(runs.size());
+  for (int k = 0; k < size; ++k) {
+    WireReader in(all[k]);
+    for (size_t i = k; i < runs.size(); i += size) out[i] = get_result(in);
+    if (!in.done()) throw Error("search: internal: rank " + std::to_string(k) + " sent more results than dealt", ErrorKind::kInternal);
+  }
+  return out;
+}
+
+SearchResult off_root() {
+  SearchResult r;
+  r.on_root = false;
+  return r;
+}
+
+}  // namespace
+
+SearchResult run_search(const std::string& scenario_path, const std::vector<std::string>& sets,
+                        const SearchOptions& options) {
+  if (options.top < 1) throw Error("--top: expected a positive number of points, got " + std::to_string(options.top));
+  const SearchRanks* ranks = options.ranks && options.ranks->size > 1 ? options.ranks : nullptr;
+  const int rank = ranks ? ranks->rank : 0, size = ranks ? ranks->size : 1;
+  SpaceShape shape;
+  fix_keys(shape, sets);
+  if (options.vary_batch && shape.fixed.count("strategy.global_batch"))
+    throw Error("--vary-batch searches strategy.global_batch, which --set fixes; drop one of them", ErrorKind::kBadInput);
+  shape.vary_batch = options.vary_batch;
+  PointChecker checker(scenario_path, sets, options.gpus);
+  // The scenario's own strategy need not be valid on these GPUs: the space replaces it.
+  shape.gpus = checker.gpus();
+  shape.layers = checker.layers();
+  shape.global_batch = checker.global_batch();
+
+  // Each rank's share; an error of a rank goes to rank 0 (the others would wait for it forever).
+  RankPart part;
+  try {
+    part = rank_part(shape, checker, options, rank, size);
+  } catch (const Error& e) {
+    if (!ranks) throw;
+    part = RankPart{}, part.error_kind = int(e.kind()), part.error = e.what();
+  } catch (const std::exception& e) {
+    if (!ranks) throw;
+    part = RankPart{}, part.error_kind = int(ErrorKind::kInternal), part.error = e.what();
+  }
+  std::vector<RankPart> parts;
+  if (ranks) {
+    const std::vector<std::string> all = ranks->gather_to_root(to_bytes(part));
+    for (const std::string& bytes : all) parts.push_back(part_of(bytes));
+  } else {
+    parts.push_back(std::move(part));
+  }
+
+  SearchResult r;
+  std::vector<std::vector<std::string>> runs;
+  if (rank == 0) {
+    try {
+      r.scenario_path = scenario_path;
+      r.sets = checker.sets();
+      r.gpus = shape.gpus;
+      r.vary_batch = options.vary_batch;
+      merge_parts(parts, options, r);
+    } catch (...) {
+      if (ranks && options.simulate) ranks->broadcast_from_root(runs_to_bytes(false, {}));
+      throw;
+    }
     for (const RankedPoint& p : r.best) {
       runs.push_back(r.sets);
       runs.back().insert(runs.back().end(), p.sets.begin(), p.sets.end());
     }
-    sweep::RunOptions ro;
-    ro.jobs = options.jobs;
-    ro.limit = options.limit;
-    ro.sim = options.sim;
-    ro.on_progress = options.on_progress;
-    std::vector<sweep::PointResult> results = sweep::run_points(scenario_path, runs, ro);
-    for (size_t i = 0; i < r.best.size(); ++i) r.best[i].simulated = std::move(results[i]);
-    std::stable_sort(r.best.begin(), r.best.end(),
-                     [vary](const RankedPoint& a, const RankedPoint& b) { return simulated_before(a, b, vary); });
   }
+  if (!options.simulate) {
+    r.on_root = rank == 0;
+    return r;
+  }
+  if (ranks) {
+    const std::string bytes = ranks->broadcast_from_root(rank == 0 ? runs_to_bytes(true, runs) : std::string());
+    WireReader in(bytes);
+    if (!in.get<bool>()) return off_root();
+    runs.resize(in.get<uint64_t>());
+    for (auto& run : runs) {
+      run.resize(in.get<uint64_t>());
+      for (std::string& s : run) s = in.get_string();
+    }
+  }
+  std::vector<sweep::PointResult> results = simulate_runs(scenario_path, runs, options, ranks);
+  if (rank != 0) return off_root();
+  for (size_t i = 0; i < r.best.size(); ++i) r.best[i].simulated = std::move(results[i]);
+  const bool vary = options.vary_batch;
+  std::stable_sort(r.best.begin(), r.best.end(),
+                   [vary](const RankedPoint& a, const RankedPoint& b) { return simulated_before(a, b, vary); });
   return r;
 }
 

@@ -4,6 +4,15 @@
 // K simulated with the full SimGrid backend (sim/simulation.h), in parallel worker processes
 // (sim/sweep/sweep_runner.h, run_points).
 //
+// Under MPI (SearchOptions::ranks, `mpirun -n R tandem search`), the points are dealt to the ranks
+// in enumeration order (point i to rank i mod R); each rank checks and estimates its points, sorts
+// them and plans memory in that order until K of them fit with K distinct (estimate, peak) pairs,
+// and sends rank 0 its counts and the points it planned. Rank 0 merges those lists by (estimate,
+// enumeration order), which is the one-process order, and walks them as one process would: no
+// walk reaches a point beyond a rank's planned prefix, since that rank alone already gives K
+// fitting points of distinct pairs before it. The K simulations are dealt out the same way and
+// their results gathered on rank 0, so everything but the timings equals the one-process search.
+//
 // With --vary-batch the estimate compared below is per sample (iteration / global batch).
 // Pruning: once K points fit, every point whose estimate is not below the K-th fitting point's
 // cannot enter the K best by estimate; its memory is not planned (rule kPrunedByEstimate). A point
@@ -19,6 +28,7 @@
 #include <vector>
 
 #include "search/estimate.h"
+#include "search/search_ranks.h"
 #include "search/search_space.h"
 #include "shared/resource_limit.h"
 #include "sim/simulation.h"
@@ -42,6 +52,7 @@ struct SearchOptions {
   ResourceLimit limit;
   sim::SimOptions sim;
   std::function<void(size_t done, size_t total)> on_progress;
+  const SearchRanks* ranks = nullptr;  // nullptr: this process alone
 };
 
 struct RuleCount {
@@ -59,6 +70,7 @@ struct RankedPoint {
 };
 
 struct SearchResult {
+  bool on_root = true;  // false on the ranks other than 0 of an MPI search: nothing else is set
   std::string scenario_path, scenario_name;
   std::vector<std::string> sets;  // the user's --set list (with cluster.gpus=N for --gpus)
   int gpus = 0;
@@ -72,9 +84,9 @@ struct SearchResult {
   std::vector<RankedPoint> best;  // the K best fitting points: by simulated time (tokens/s with
                                   // vary_batch) when simulated (failed simulations last), else by
                                   // estimate
-  size_t probes = 0;              // layer probes generated
-  double estimate_wall_s = 0;     // enumeration + checks + estimates
-  double estimate_cpu_s = 0;      // the same in this process's CPU time (one core)
+  size_t probes = 0;              // layer probes generated (distinct settings, over all ranks)
+  double estimate_wall_s = 0;     // enumeration + checks + estimates (the slowest rank's)
+  double estimate_cpu_s = 0;      // the same in CPU time, summed over the ranks
 };
 
 // Throws Error (bad input, exit 2) for a scenario or --set the loader refuses, a space with no
