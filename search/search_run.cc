@@ -28,16 +28,13 @@ struct Valid {
   uint64_t order = 0;  // enumeration order (from 1): ties keep it
 };
 
-// A valid point whose memory a rank planned.
-struct Planned {
-  Candidate candidate;
-  Estimate estimate;
-  uint64_t order = 0;
+// The planner's verdict on one point.
+struct PlanVerdict {
   int64_t peak_bytes = 0;
   bool fits = false;
 };
 
-// One rank's share of the space: its counts and the points it planned, best estimate first.
+// One rank's share of the space: its counts and its valid points.
 struct RankPart {
   uint64_t points = 0, valid = 0;
   std::map<std::string, RuleCount> invalid;
@@ -46,7 +43,7 @@ struct RankPart {
   bool has_cluster = false;  // a valid point was loaded (the next two are set)
   std::string scenario_name;
   int64_t hbm_bytes = 0;
-  std::vector<Planned> planned;
+  std::vector<Valid> valid_points;
   double wall_s = 0, cpu_s = 0;
   // An error this rank met (sent to rank 0, which throws it).
   int error_kind = 0;
@@ -75,9 +72,8 @@ bool simulated_before(const RankedPoint& a, const RankedPoint& b, bool vary_batc
 }
 
 // The points of `shape` dealt to this rank (enumeration order i from 1 goes to rank (i-1) mod
-// size): checked, estimated, sorted by (score, order), and planned in that order until `top` fit
-// with distinct (score, peak) pairs.
-RankPart rank_part(const SpaceShape& shape, PointChecker& checker, const SearchOptions& options, int rank, int size) {
+// size): checked and estimated.
+RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int size) {
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
   RankPart part;
@@ -122,21 +118,7 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, const SearchO
   part.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   part.cpu_s = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
 
-  const bool vary = options.vary_batch;
-  std::sort(valid.begin(), valid.end(), [vary](const Valid& a, const Valid& b) {
-    const double sa = score(a.candidate, a.estimate, vary), sb = score(b.candidate, b.estimate, vary);
-    return sa != sb ? sa < sb : a.order < b.order;
-  });
-  std::vector<std::pair<double, int64_t>> fitting;  // distinct (score, peak) of the fitting points
-  for (const Valid& v : valid) {
-    if (fitting.size() == size_t(options.top)) break;
-    if (!checker.check(candidate_sets(v.candidate), &point, &message))
-      throw Error("search: internal: a valid point no longer loads: " + message, ErrorKind::kInternal);
-    const PlanSummary plan = summarize(Schedule(std::move(point)));
-    part.planned.push_back({v.candidate, v.estimate, v.order, plan.peak_memory_bytes, plan.fits});
-    const std::pair<double, int64_t> key{score(v.candidate, v.estimate, vary), plan.peak_memory_bytes};
-    if (plan.fits && std::find(fitting.begin(), fitting.end(), key) == fitting.end()) fitting.push_back(key);
-  }
+  part.valid_points = std::move(valid);
   return part;
 }
 
@@ -148,8 +130,8 @@ std::string to_bytes(const RankPart& p) {
   w.put(uint64_t(p.probe_keys.size()));
   for (const LayerProbes::Key& k : p.probe_keys) std::apply([&w](const auto&... v) { (w.put(v), ...); }, k);
   w.put(p.has_cluster).put_string(p.scenario_name).put(p.hbm_bytes);
-  w.put(uint64_t(p.planned.size()));
-  for (const Planned& q : p.planned) w.put(q);
+  w.put(uint64_t(p.valid_points.size()));
+  for (const Valid& q : p.valid_points) w.put(q);
   w.put(p.wall_s).put(p.cpu_s).put(p.error_kind).put_string(p.error);
   return w.bytes();
 }
@@ -174,7 +156,7 @@ RankPart part_of(const std::string& bytes) {
   p.has_cluster = in.get<bool>();
   p.scenario_name = in.get_string();
   p.hbm_bytes = in.get<int64_t>();
-  for (uint64_t n = in.get<uint64_t>(); n > 0; --n) p.planned.push_back(in.get<Planned>());
+  for (uint64_t n = in.get<uint64_t>(); n > 0; --n) p.valid_points.push_back(in.get<Valid>());
   p.wall_s = in.get<double>();
   p.cpu_s = in.get<double>();
   p.error_kind = in.get<int>();
@@ -183,12 +165,13 @@ RankPart part_of(const std::string& bytes) {
   return p;
 }
 
-// Rank 0: the ranks' parts as one process's search (see the header).
-void merge_parts(const std::vector<RankPart>& parts, const SearchOptions& options, SearchResult& r) {
+// Rank 0: the ranks' counts as one process's, and every valid point in the one-process order
+// (score, then enumeration order).
+std::vector<Valid> merge_parts(std::vector<RankPart>& parts, const SearchOptions& options, SearchResult& r) {
   std::set<LayerProbes::Key> keys;
   std::map<std::string, uint64_t> example_order;
-  std::vector<Planned> planned;
-  for (const RankPart& p : parts) {
+  std::vector<Valid> valid;
+  for (RankPart& p : parts) {
     if (!p.error.empty()) throw Error(p.error, ErrorKind(p.error_kind));
     r.points += p.points;
     r.valid += p.valid;
@@ -200,7 +183,8 @@ void merge_parts(const std::vector<RankPart>& parts, const SearchOptions& option
     }
     keys.insert(p.probe_keys.begin(), p.probe_keys.end());
     if (p.has_cluster && r.scenario_name.empty()) r.scenario_name = p.scenario_name, r.hbm_bytes = p.hbm_bytes;
-    planned.insert(planned.end(), p.planned.begin(), p.planned.end());
+    if (valid.empty()) valid = std::move(p.valid_points);
+    else valid.insert(valid.end(), p.valid_points.begin(), p.valid_points.end());
     r.estimate_wall_s = std::max(r.estimate_wall_s, p.wall_s);
     r.estimate_cpu_s += p.cpu_s;
   }
@@ -215,51 +199,126 @@ void merge_parts(const std::vector<RankPart>& parts, const SearchOptions& option
                     std::to_string(most) + " points): " + rule + "; e.g. " + r.invalid[rule].example,
                 ErrorKind::kBadInput);
   }
-
   const bool vary = options.vary_batch;
-  std::sort(planned.begin(), planned.end(), [vary](const Planned& a, const Planned& b) {
+  std::sort(valid.begin(), valid.end(), [vary](const Valid& a, const Valid& b) {
     const double sa = score(a.candidate, a.estimate, vary), sb = score(b.candidate, b.estimate, vary);
     return sa != sb ? sa < sb : a.order < b.order;
   });
+  return valid;
+}
+
+// The planner's verdict on a valid point.
+PlanVerdict plan_point(PointChecker& checker, const Candidate& c) {
+  Scenario point;
+  std::string message;
+  if (!checker.check(candidate_sets(c), &point, &message))
+    throw Error("search: internal: a valid point no longer loads: " + message, ErrorKind::kInternal);
+  const PlanSummary plan = summarize(Schedule(std::move(point)));
+  return {plan.peak_memory_bytes, plan.fits};
+}
+
+// Rank 0: the valid points planned in order until K fit (plan_batch plans up to `batch` points at
+// a time: the ranks' share, one point each), as one process walks them.
+void walk(const std::vector<Valid>& valid, const SearchOptions& options, size_t batch,
+          const std::function<std::vector<PlanVerdict>(const std::vector<Candidate>&)>& plan_batch, SearchResult& r) {
+  const bool vary = options.vary_batch;
   int64_t smallest_peak = -1;
   std::string smallest_sets;
   size_t i = 0;
-  for (; i < planned.size() && r.best.size() < size_t(options.top); ++i) {
-    RankedPoint p;
-    p.candidate = planned[i].candidate;
-    p.sets = candidate_sets(p.candidate);
-    p.estimate = planned[i].estimate;
-    ++r.memory_planned;
-    p.planned_peak_bytes = planned[i].peak_bytes;
-    if (smallest_peak < 0 || p.planned_peak_bytes < smallest_peak) {
-      smallest_peak = p.planned_peak_bytes;
-      smallest_sets = join_sets(p.sets);
+  while (i < valid.size() && r.best.size() < size_t(options.top)) {
+    std::vector<Candidate> next;
+    for (size_t k = i; k < valid.size() && next.size() < batch; ++k) next.push_back(valid[k].candidate);
+    const std::vector<PlanVerdict> verdicts = plan_batch(next);
+    // Points of the batch past the K-th fit are not walked (one process would not plan them).
+    for (size_t k = 0; k < verdicts.size() && r.best.size() < size_t(options.top); ++k, ++i) {
+      RankedPoint p;
+      p.candidate = valid[i].candidate;
+      p.sets = candidate_sets(p.candidate);
+      p.estimate = valid[i].estimate;
+      ++r.memory_planned;
+      p.planned_peak_bytes = verdicts[k].peak_bytes;
+      if (smallest_peak < 0 || p.planned_peak_bytes < smallest_peak) {
+        smallest_peak = p.planned_peak_bytes;
+        smallest_sets = join_sets(p.sets);
+      }
+      if (!verdicts[k].fits) {
+        ++r.out_of_memory;
+        continue;
+      }
+      auto tie = std::find_if(r.best.begin(), r.best.end(), [&](const RankedPoint& b) {
+        return score(b.candidate, b.estimate, vary) == score(p.candidate, p.estimate, vary) &&
+               b.planned_peak_bytes == p.planned_peak_bytes;
+      });
+      if (tie != r.best.end()) {
+        ++tie->ties;
+        ++r.pruned[kPrunedAsTie];
+        continue;
+      }
+      r.best.push_back(std::move(p));
     }
-    if (!planned[i].fits) {
-      ++r.out_of_memory;
-      continue;
-    }
-    auto tie = std::find_if(r.best.begin(), r.best.end(), [&](const RankedPoint& b) {
-      return score(b.candidate, b.estimate, vary) == score(p.candidate, p.estimate, vary) &&
-             b.planned_peak_bytes == p.planned_peak_bytes;
-    });
-    if (tie != r.best.end()) {
-      ++tie->ties;
-      ++r.pruned[kPrunedAsTie];
-      continue;
-    }
-    r.best.push_back(std::move(p));
   }
-  if (r.best.size() < size_t(options.top) && i < r.valid)
-    throw Error("search: internal: the ranks planned too few points (" + std::to_string(i) + " of " +
-                    std::to_string(r.valid) + " valid, " + std::to_string(r.best.size()) + " fit)",
-                ErrorKind::kInternal);
-  if (i < r.valid) r.pruned[kPrunedByEstimate] = r.valid - i;
+  if (i < valid.size()) r.pruned[kPrunedByEstimate] = valid.size() - i;
   if (r.best.empty())
     throw Error("tandem search: the model fits nowhere on " + std::to_string(r.gpus) + " GPUs: the smallest planned peak of the " +
                     std::to_string(r.valid) + " valid strategies is " + format_gib(smallest_peak) + " per GPU (" + smallest_sets +
                     "), over the " + format_gib(r.hbm_bytes) + " of HBM",
                 ErrorKind::kBadInput);
+}
+
+// The planning rounds' messages from rank 0: a batch of points (rank k plans the k-th), or stop.
+std::string batch_to_bytes(bool stop, const std::vector<Candidate>& batch) {
+  WireWriter w;
+  w.put(stop).put(uint64_t(batch.size()));
+  for (const Candidate& c : batch) w.put(c);
+  return w.bytes();
+}
+
+std::string verdict_to_bytes(bool has, const PlanVerdict& v, int error_kind, const std::string& error) {
+  WireWriter w;
+  w.put(has).put(v).put(error_kind).put_string(error);
+  return w.bytes();
+}
+
+// Plans this rank's point of the batch (rank k the k-th, if any); errors travel as text.
+std::string plan_share(PointChecker& checker, const std::vector<Candidate>& batch, int rank) {
+  if (size_t(rank) >= batch.size()) return verdict_to_bytes(false, {}, 0, "");
+  try {
+    return verdict_to_bytes(true, plan_point(checker, batch[rank]), 0, "");
+  } catch (const Error& e) {
+    return verdict_to_bytes(false, {}, int(e.kind()), e.what());
+  } catch (const std::exception& e) {
+    return verdict_to_bytes(false, {}, int(ErrorKind::kInternal), e.what());
+  }
+}
+
+// Ranks other than 0: plan their share of each batch rank 0 sends, until it says stop.
+void serve_plans(PointChecker& checker, const SearchRanks& ranks) {
+  for (;;) {
+    const std::string bytes = ranks.broadcast_from_root(std::string());
+    WireReader in(bytes);
+    if (in.get<bool>()) return;
+    std::vector<Candidate> batch(in.get<uint64_t>());
+    for (Candidate& c : batch) c = in.get<Candidate>();
+    ranks.gather_to_root(plan_share(checker, batch, ranks.rank));
+  }
+}
+
+// Rank 0's side of a round: send the batch, plan its own point, gather the others'.
+std::vector<PlanVerdict> plan_round(PointChecker& checker, const SearchRanks& ranks, const std::vector<Candidate>& batch) {
+  ranks.broadcast_from_root(batch_to_bytes(false, batch));
+  const std::vector<std::string> all = ranks.gather_to_root(plan_share(checker, batch, 0));
+  std::vector<PlanVerdict> out;
+  for (size_t k = 0; k < batch.size(); ++k) {
+    WireReader in(all[k]);
+    const bool has = in.get<bool>();
+    const PlanVerdict v = in.get<PlanVerdict>();
+    const int kind = in.get<int>();
+    const std::string error = in.get_string();
+    if (!has) throw Error(error.empty() ? "search: internal: rank " + std::to_string(k) + " planned nothing" : error,
+                          error.empty() ? ErrorKind::kInternal : ErrorKind(kind));
+    out.push_back(v);
+  }
+  return out;
 }
 
 std::string runs_to_bytes(bool go, const std::vector<std::vector<std::string>>& runs) {
@@ -350,7 +409,7 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
   // Each rank's share; an error of a rank goes to rank 0 (the others would wait for it forever).
   RankPart part;
   try {
-    part = rank_part(shape, checker, options, rank, size);
+    part = rank_part(shape, checker, rank, size);
   } catch (const Error& e) {
     if (!ranks) throw;
     part = RankPart{}, part.error_kind = int(e.kind()), part.error = e.what();
@@ -369,13 +428,21 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
   SearchResult r;
   std::vector<std::vector<std::string>> runs;
   if (rank == 0) {
+    bool planning = ranks != nullptr;  // the other ranks wait in serve_plans
     try {
       r.scenario_path = scenario_path;
       r.sets = checker.sets();
       r.gpus = shape.gpus;
       r.vary_batch = options.vary_batch;
-      merge_parts(parts, options, r);
+      const std::vector<Valid> valid = merge_parts(parts, options, r);
+      parts.clear();
+      if (ranks)
+        walk(valid, options, size_t(size), [&](const std::vector<Candidate>& b) { return plan_round(checker, *ranks, b); }, r);
+      else
+        walk(valid, options, 1, [&](const std::vector<Candidate>& b) { return std::vector<PlanVerdict>{plan_point(checker, b[0])}; }, r);
+      if (planning) ranks->broadcast_from_root(batch_to_bytes(true, {})), planning = false;
     } catch (...) {
+      if (planning) ranks->broadcast_from_root(batch_to_bytes(true, {}));
       if (ranks && options.simulate) ranks->broadcast_from_root(runs_to_bytes(false, {}));
       throw;
     }
@@ -383,6 +450,8 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
       runs.push_back(r.sets);
       runs.back().insert(runs.back().end(), p.sets.begin(), p.sets.end());
     }
+  } else {
+    serve_plans(checker, *ranks);
   }
   if (!options.simulate) {
     r.on_root = rank == 0;

@@ -5,20 +5,13 @@
 // (sim/sweep/sweep_runner.h, run_points).
 //
 // Under MPI (SearchOptions::ranks, `mpirun -n R tandem search`), the points are dealt to the ranks
-// in enumeration order (point i to rank i mod R); each rank checks and estimates its points, sorts
-// them and plans memory in that order until K of them fit with K distinct (estimate, peak) pairs,
-// and sends rank 0 its counts and the points it planned. Rank 0 merges those lists by (estimate,
-// enumeration order), which is the one-process order, and walks them as one process would: no
-// walk reaches a point beyond a rank's planned prefix, since that rank alone already gives K
-// fitting points of distinct pairs before it. The K simulations are dealt out the same way and
-// their results gathered on rank 0, so everything but the timings equals the one-process search.
-//
-// With --vary-batch the estimate compared below is per sample (iteration / global batch).
-// Pruning: once K points fit, every point whose estimate is not below the K-th fitting point's
-// cannot enter the K best by estimate; its memory is not planned (rule kPrunedByEstimate). A point
-// whose estimate and planned peak equal those of a point already kept (a setting that changes
-// nothing at this layout, such as ZeRO or the gradient overlap with dp = 1) is that point's tie and
-// does not take one of the K simulations (rule kPrunedAsTie). No other rule removes points.
+// in enumeration order (point i to rank i mod R); each rank checks and estimates its points and
+// sends rank 0 its counts and its valid points. Rank 0 sorts them by (estimate, enumeration
+// order), which is the one-process order, and walks them as one process does; the memory of the
+// next R points of that order is planned in rounds, one point per rank, and the points of a round
+// past the K-th fit are dropped from the walk as one process never plans them. The K simulations
+// are dealt out the same way and their results gathered on rank 0, so everything but the timings
+// equals the one-process search.
 #pragma once
 
 #include <cstdint>
