@@ -21,6 +21,12 @@ const LayerCosts& LayerProbes::costs(const Scenario& point) {
   return it->second;
 }
 
+std::vector<LayerProbes::Key> LayerProbes::keys() const {
+  std::vector<Key> k;
+  for (const auto& [key, costs] : cache_) k.push_back(key);
+  return k;
+}
+
 LayerCosts LayerProbes::measure(const Scenario& point) {
   Scenario probe = point;
   probe.model.layers = 1;

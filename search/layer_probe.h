@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "search/comm_cost.h"
 #include "shared/scenario.h"
@@ -45,10 +46,16 @@ struct LayerCosts {
 
 class LayerProbes {
  public:
+  // The settings a probe depends on: tp, sp, sp_mode, tp_mode, tp_depth, micro_batch, recompute,
+  // offload, tp_comm_overlap, flash_attention.
+  using Key = std::tuple<int, int, int, int, int, int, int, int, bool, bool>;
+
   explicit LayerProbes(const ClusterSpec& cluster);
   // The costs of a resolved point's layer (cached by the settings above).
   const LayerCosts& costs(const Scenario& point);
   size_t probes() const { return cache_.size(); }
+  // The settings probed so far (an MPI search counts the union of its ranks', search/search_run.h).
+  std::vector<Key> keys() const;
   CommCost& comm() { return comm_; }
 
  private:
@@ -56,7 +63,7 @@ class LayerProbes {
 
   sim::ComputeCostModel compute_flash_, compute_plain_;
   CommCost comm_;
-  std::map<std::tuple<int, int, int, int, int, int, int, int, bool, bool>, LayerCosts> cache_;
+  std::map<Key, LayerCosts> cache_;
 };
 
 }  // namespace tandem::search

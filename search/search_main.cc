@@ -2,10 +2,13 @@
 //               [--vary-batch]
 // Finds the fastest strategies of a scenario's model on its cluster (docs/search.md). Exit codes:
 // 0 the search ran, 2 bad input (flags, scenario file, no valid strategy, no strategy that fits),
-// 1 internal error.
+// 1 internal error. Under mpirun (`mpirun -n R tandem search ...`) the points and the simulations
+// are dealt to the ranks (search/search_run.h) and rank 0 alone prints, the same output as one
+// process.
 #include <unistd.h>
 
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +16,7 @@
 
 #include "search/search_report.h"
 #include "search/search_report_html.h"
+#include "search/search_mpi.h"
 #include "search/search_run.h"
 #include "shared/cli_args.h"
 #include "shared/error.h"
@@ -23,6 +27,18 @@ namespace po = boost::program_options;
 using namespace tandem;
 
 int main(int argc, char** argv) {
+  std::optional<search::MpiRanks> mpi;
+  if (search::started_by_mpi_launcher()) {
+    const int code = run_main("tandem search", [&] {
+      mpi.emplace(&argc, &argv);
+      return 0;
+    });
+    if (code != 0) return code;
+  }
+  const bool root = !mpi || mpi->ranks().rank == 0;
+  // The other ranks print nothing: every rank parses the same flags (so meets the same errors,
+  // printed by rank 0), and what fails on a rank during the search is sent to rank 0.
+  if (!root) std::cout.rdbuf(nullptr), std::cerr.rdbuf(nullptr);
   std::string scenario_path, output;
   std::vector<std::string> sets;
   int jobs = 0, gpus = 0, top = 16;
@@ -49,7 +65,7 @@ int main(int argc, char** argv) {
     if (vm.count("gpus") && gpus < 1) throw Error("--gpus: expected a positive number of GPUs, got " + std::to_string(gpus));
     if (top < 1) throw Error("--top: expected a positive number of points, got " + std::to_string(top));
     // A progress line on a terminal only (the simulations of the K best).
-    const bool tty = ::isatty(STDERR_FILENO) != 0;
+    const bool tty = root && ::isatty(STDERR_FILENO) != 0;
     sweep::Progress progress(true);
     search::SearchOptions o;
     o.gpus = gpus;
@@ -57,10 +73,12 @@ int main(int argc, char** argv) {
     o.jobs = jobs;
     o.simulate = !vm.count("no-simulate");
     o.vary_batch = vm.count("vary-batch") > 0;
+    if (mpi) o.ranks = &mpi->ranks();
     o.limit = max_memory_limit(vm);
     o.limit.max_time_s = sim::parse_duration(max_time, "--max-time");
     if (tty) o.on_progress = [&](size_t done, size_t total) { progress.update(done, total); };
     const search::SearchResult r = search::run_search(scenario_path, sets, o);
+    if (!r.on_root) return 0;
     if (tty && o.simulate) progress.finish();
     if (!output.empty()) search::write_search_html(output, r);
     std::cout << (vm.count("json") ? search::search_json(r) : search::search_table(r));

@@ -5,9 +5,14 @@
 #include <cmath>
 #include <ctime>
 #include <optional>
+#include <set>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 
 #include "search/layer_probe.h"
 #include "search/point_check.h"
+#include "search/search_wire.h"
 #include "shared/error.h"
 #include "shared/number_format.h"
 #include "shared/plan_summary.h"
@@ -20,7 +25,29 @@ namespace {
 struct Valid {
   Candidate candidate;
   Estimate estimate;
-  uint64_t order = 0;  // enumeration order: ties keep it
+  uint64_t order = 0;  // enumeration order (from 1): ties keep it
+};
+
+// The planner's verdict on one point.
+struct PlanVerdict {
+  int64_t peak_bytes = 0;
+  bool fits = false;
+};
+
+// One rank's share of the space: its counts and its valid points.
+struct RankPart {
+  uint64_t points = 0, valid = 0;
+  std::map<std::string, RuleCount> invalid;
+  std::map<std::string, uint64_t> example_order;  // by rule: the enumeration order of its example
+  std::vector<LayerProbes::Key> probe_keys;
+  bool has_cluster = false;  // a valid point was loaded (the next two are set)
+  std::string scenario_name;
+  int64_t hbm_bytes = 0;
+  std::vector<Valid> valid_points;
+  double wall_s = 0, cpu_s = 0;
+  // An error this rank met (sent to rank 0, which throws it).
+  int error_kind = 0;
+  std::string error;
 };
 
 std::string join_sets(const std::vector<std::string>& sets) {
@@ -44,13 +71,330 @@ bool simulated_before(const RankedPoint& a, const RankedPoint& b, bool vary_batc
   return score(a.candidate, a.estimate, vary_batch) < score(b.candidate, b.estimate, vary_batch);
 }
 
+// The points of `shape` dealt to this rank (enumeration order i from 1 goes to rank (i-1) mod
+// size): checked and estimated.
+RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int size) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::clock_t cpu_start = std::clock();
+  RankPart part;
+  std::optional<LayerProbes> probes;  // on the cluster of the first valid point (every point's)
+  std::vector<Valid> valid;
+  Scenario point;
+  std::string message, last_message;
+  RuleCount* last_rule = nullptr;
+  uint64_t order = 0;
+  for_each_candidate(shape, [&](const Candidate& c) {
+    if (order++ % uint64_t(size) != uint64_t(rank)) return;
+    ++part.points;
+    const std::vector<std::string> point_sets = candidate_sets(c);
+    bool ok = checker.check(point_sets, &point, &message);
+    if (ok) {
+      try {
+        if (!probes) {
+          probes.emplace(point.cluster);
+          part.has_cluster = true;
+          part.scenario_name = point.name.empty() ? point.model.name : point.name;
+          part.hbm_bytes = point.cluster.hbm_bytes();
+        }
+        valid.push_back({c, estimate(point, probes->costs(point), probes->comm()), order});
+      } catch (const Error& e) {  // a generator that refuses the point (bad input)
+        if (e.kind() != ErrorKind::kBadInput) throw;
+        message = e.what();
+        ok = false;
+      }
+    }
+    if (!ok) {
+      // Consecutive points often break the same rule with the same values: one rule_of for them.
+      if (message != last_message) {
+        const std::string rule = rule_of(message);
+        last_rule = &part.invalid[rule], last_message = message;
+        if (last_rule->count == 0) part.example_order[rule] = order;
+      }
+      if (last_rule->count++ == 0) last_rule->example = message;
+    }
+  });
+  part.valid = valid.size();
+  if (probes) part.probe_keys = probes->keys();
+  part.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  part.cpu_s = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
+
+  part.valid_points = std::move(valid);
+  return part;
+}
+
+std::string to_bytes(const RankPart& p) {
+  WireWriter w;
+  w.put(p.points).put(p.valid).put(uint64_t(p.invalid.size()));
+  for (const auto& [rule, count] : p.invalid)
+    w.put_string(rule).put(count.count).put_string(count.example).put(p.example_order.at(rule));
+  w.put(uint64_t(p.probe_keys.size()));
+  for (const LayerProbes::Key& k : p.probe_keys) std::apply([&w](const auto&... v) { (w.put(v), ...); }, k);
+  w.put(p.has_cluster).put_string(p.scenario_name).put(p.hbm_bytes);
+  w.put(uint64_t(p.valid_points.size()));
+  for (const Valid& q : p.valid_points) w.put(q);
+  w.put(p.wall_s).put(p.cpu_s).put(p.error_kind).put_string(p.error);
+  return w.bytes();
+}
+
+RankPart part_of(const std::string& bytes) {
+  WireReader in(bytes);
+  RankPart p;
+  p.points = in.get<uint64_t>();
+  p.valid = in.get<uint64_t>();
+  for (uint64_t n = in.get<uint64_t>(); n > 0; --n) {
+    const std::string rule = in.get_string();
+    RuleCount& c = p.invalid[rule];
+    c.count = in.get<uint64_t>();
+    c.example = in.get_string();
+    p.example_order[rule] = in.get<uint64_t>();
+  }
+  for (uint64_t n = in.get<uint64_t>(); n > 0; --n) {
+    LayerProbes::Key k;
+    std::apply([&in](auto&... v) { ((v = in.get<std::remove_reference_t<decltype(v)>>()), ...); }, k);
+    p.probe_keys.push_back(k);
+  }
+  p.has_cluster = in.get<bool>();
+  p.scenario_name = in.get_string();
+  p.hbm_bytes = in.get<int64_t>();
+  for (uint64_t n = in.get<uint64_t>(); n > 0; --n) p.valid_points.push_back(in.get<Valid>());
+  p.wall_s = in.get<double>();
+  p.cpu_s = in.get<double>();
+  p.error_kind = in.get<int>();
+  p.error = in.get_string();
+  if (!in.done()) throw Error("search: internal: a rank's message is longer than its fields", ErrorKind::kInternal);
+  return p;
+}
+
+// Rank 0: the ranks' counts as one process's, and every valid point in the one-process order
+// (score, then enumeration order).
+std::vector<Valid> merge_parts(std::vector<RankPart>& parts, const SearchOptions& options, SearchResult& r) {
+  std::set<LayerProbes::Key> keys;
+  std::map<std::string, uint64_t> example_order;
+  std::vector<Valid> valid;
+  for (RankPart& p : parts) {
+    if (!p.error.empty()) throw Error(p.error, ErrorKind(p.error_kind));
+    r.points += p.points;
+    r.valid += p.valid;
+    for (const auto& [rule, count] : p.invalid) {
+      RuleCount& c = r.invalid[rule];
+      auto [at, first] = example_order.emplace(rule, p.example_order.at(rule));
+      if (first || p.example_order.at(rule) < at->second) at->second = p.example_order.at(rule), c.example = count.example;
+      c.count += count.count;
+    }
+    keys.insert(p.probe_keys.begin(), p.probe_keys.end());
+    if (p.has_cluster && r.scenario_name.empty()) r.scenario_name = p.scenario_name, r.hbm_bytes = p.hbm_bytes;
+    if (valid.empty()) valid = std::move(p.valid_points);
+    else valid.insert(valid.end(), p.valid_points.begin(), p.valid_points.end());
+    r.estimate_wall_s = std::max(r.estimate_wall_s, p.wall_s);
+    r.estimate_cpu_s += p.cpu_s;
+  }
+  r.probes = keys.size();
+  if (r.valid == 0) {
+    std::string rule;
+    uint64_t most = 0;
+    for (const auto& [k, v] : r.invalid)
+      if (v.count > most) most = v.count, rule = k;
+    throw Error("tandem search: no valid strategy for " + std::to_string(r.gpus) + " GPUs: the loader refuses all " +
+                    std::to_string(r.points) + " points of the space; the rule refusing the most (" +
+                    std::to_string(most) + " points): " + rule + "; e.g. " + r.invalid[rule].example,
+                ErrorKind::kBadInput);
+  }
+  const bool vary = options.vary_batch;
+  std::sort(valid.begin(), valid.end(), [vary](const Valid& a, const Valid& b) {
+    const double sa = score(a.candidate, a.estimate, vary), sb = score(b.candidate, b.estimate, vary);
+    return sa != sb ? sa < sb : a.order < b.order;
+  });
+  return valid;
+}
+
+// The planner's verdict on a valid point.
+PlanVerdict plan_point(PointChecker& checker, const Candidate& c) {
+  Scenario point;
+  std::string message;
+  if (!checker.check(candidate_sets(c), &point, &message))
+    throw Error("search: internal: a valid point no longer loads: " + message, ErrorKind::kInternal);
+  const PlanSummary plan = summarize(Schedule(std::move(point)));
+  return {plan.peak_memory_bytes, plan.fits};
+}
+
+// Rank 0: the valid points planned in order until K fit (plan_batch plans up to `batch` points at
+// a time: the ranks' share, one point each), as one process walks them.
+void walk(const std::vector<Valid>& valid, const SearchOptions& options, size_t batch,
+          const std::function<std::vector<PlanVerdict>(const std::vector<Candidate>&)>& plan_batch, SearchResult& r) {
+  const bool vary = options.vary_batch;
+  int64_t smallest_peak = -1;
+  std::string smallest_sets;
+  size_t i = 0;
+  while (i < valid.size() && r.best.size() < size_t(options.top)) {
+    std::vector<Candidate> next;
+    for (size_t k = i; k < valid.size() && next.size() < batch; ++k) next.push_back(valid[k].candidate);
+    const std::vector<PlanVerdict> verdicts = plan_batch(next);
+    // Points of the batch past the K-th fit are not walked (one process would not plan them).
+    for (size_t k = 0; k < verdicts.size() && r.best.size() < size_t(options.top); ++k, ++i) {
+      RankedPoint p;
+      p.candidate = valid[i].candidate;
+      p.sets = candidate_sets(p.candidate);
+      p.estimate = valid[i].estimate;
+      ++r.memory_planned;
+      p.planned_peak_bytes = verdicts[k].peak_bytes;
+      if (smallest_peak < 0 || p.planned_peak_bytes < smallest_peak) {
+        smallest_peak = p.planned_peak_bytes;
+        smallest_sets = join_sets(p.sets);
+      }
+      if (!verdicts[k].fits) {
+        ++r.out_of_memory;
+        continue;
+      }
+      auto tie = std::find_if(r.best.begin(), r.best.end(), [&](const RankedPoint& b) {
+        return score(b.candidate, b.estimate, vary) == score(p.candidate, p.estimate, vary) &&
+               b.planned_peak_bytes == p.planned_peak_bytes;
+      });
+      if (tie != r.best.end()) {
+        ++tie->ties;
+        ++r.pruned[kPrunedAsTie];
+        continue;
+      }
+      r.best.push_back(std::move(p));
+    }
+  }
+  if (i < valid.size()) r.pruned[kPrunedByEstimate] = valid.size() - i;
+  if (r.best.empty())
+    throw Error("tandem search: the model fits nowhere on " + std::to_string(r.gpus) + " GPUs: the smallest planned peak of the " +
+                    std::to_string(r.valid) + " valid strategies is " + format_gib(smallest_peak) + " per GPU (" + smallest_sets +
+                    "), over the " + format_gib(r.hbm_bytes) + " of HBM",
+                ErrorKind::kBadInput);
+}
+
+// The planning rounds' messages from rank 0: a batch of points (rank k plans the k-th), or stop.
+std::string batch_to_bytes(bool stop, const std::vector<Candidate>& batch) {
+  WireWriter w;
+  w.put(stop).put(uint64_t(batch.size()));
+  for (const Candidate& c : batch) w.put(c);
+  return w.bytes();
+}
+
+std::string verdict_to_bytes(bool has, const PlanVerdict& v, int error_kind, const std::string& error) {
+  WireWriter w;
+  w.put(has).put(v).put(error_kind).put_string(error);
+  return w.bytes();
+}
+
+// Plans this rank's point of the batch (rank k the k-th, if any); errors travel as text.
+std::string plan_share(PointChecker& checker, const std::vector<Candidate>& batch, int rank) {
+  if (size_t(rank) >= batch.size()) return verdict_to_bytes(false, {}, 0, "");
+  try {
+    return verdict_to_bytes(true, plan_point(checker, batch[rank]), 0, "");
+  } catch (const Error& e) {
+    return verdict_to_bytes(false, {}, int(e.kind()), e.what());
+  } catch (const std::exception& e) {
+    return verdict_to_bytes(false, {}, int(ErrorKind::kInternal), e.what());
+  }
+}
+
+// Ranks other than 0: plan their share of each batch rank 0 sends, until it says stop.
+void serve_plans(PointChecker& checker, const SearchRanks& ranks) {
+  for (;;) {
+    const std::string bytes = ranks.broadcast_from_root(std::string());
+    WireReader in(bytes);
+    if (in.get<bool>()) return;
+    std::vector<Candidate> batch(in.get<uint64_t>());
+    for (Candidate& c : batch) c = in.get<Candidate>();
+    ranks.gather_to_root(plan_share(checker, batch, ranks.rank));
+  }
+}
+
+// Rank 0's side of a round: send the batch, plan its own point, gather the others'.
+std::vector<PlanVerdict> plan_round(PointChecker& checker, const SearchRanks& ranks, const std::vector<Candidate>& batch) {
+  ranks.broadcast_from_root(batch_to_bytes(false, batch));
+  const std::vector<std::string> all = ranks.gather_to_root(plan_share(checker, batch, 0));
+  std::vector<PlanVerdict> out;
+  for (size_t k = 0; k < batch.size(); ++k) {
+    WireReader in(all[k]);
+    const bool has = in.get<bool>();
+    const PlanVerdict v = in.get<PlanVerdict>();
+    const int kind = in.get<int>();
+    const std::string error = in.get_string();
+    if (!has) throw Error(error.empty() ? "search: internal: rank " + std::to_string(k) + " planned nothing" : error,
+                          error.empty() ? ErrorKind::kInternal : ErrorKind(kind));
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::string runs_to_bytes(bool go, const std::vector<std::vector<std::string>>& runs) {
+  WireWriter w;
+  w.put(go).put(uint64_t(runs.size()));
+  for (const auto& run : runs) {
+    w.put(uint64_t(run.size()));
+    for (const std::string& s : run) w.put_string(s);
+  }
+  return w.bytes();
+}
+
+void put_result(WireWriter& w, const sweep::PointResult& p) {
+  w.put(p.status).put_string(p.reason).put_string(p.scenario_name);
+  w.put(p.gpus).put(p.dp).put(p.tp).put(p.pp).put(p.sp);
+  w.put(p.iteration_time_s).put(p.iteration_time_low_s).put(p.iteration_time_high_s).put(p.tokens_per_s);
+  w.put(p.model_tflops_per_gpu).put(p.hardware_tflops_per_gpu).put(p.mfu).put(p.peak_memory_bytes);
+}
+
+sweep::PointResult get_result(WireReader& in) {
+  sweep::PointResult p;
+  p.status = in.get<sweep::PointStatus>();
+  p.reason = in.get_string();
+  p.scenario_name = in.get_string();
+  p.gpus = in.get<int>(), p.dp = in.get<int>(), p.tp = in.get<int>(), p.pp = in.get<int>(), p.sp = in.get<int>();
+  p.iteration_time_s = in.get<double>();
+  p.iteration_time_low_s = in.get<double>();
+  p.iteration_time_high_s = in.get<double>();
+  p.tokens_per_s = in.get<double>();
+  p.model_tflops_per_gpu = in.get<double>();
+  p.hardware_tflops_per_gpu = in.get<double>();
+  p.mfu = in.get<double>();
+  p.peak_memory_bytes = in.get<int64_t>();
+  return p;
+}
+
+// Simulates runs[i] for the i dealt to this rank (i mod size); on rank 0, every result.
+std::vector<sweep::PointResult> simulate_runs(const std::string& scenario_path,
+                                              const std::vector<std::vector<std::string>>& runs,
+                                              const SearchOptions& options, const SearchRanks* ranks) {
+  sweep::RunOptions ro;
+  ro.jobs = options.jobs;
+  ro.limit = options.limit;
+  ro.sim = options.sim;
+  const int rank = ranks ? ranks->rank : 0, size = ranks ? ranks->size : 1;
+  if (rank == 0) ro.on_progress = options.on_progress;
+  std::vector<std::vector<std::string>> mine;
+  for (size_t i = rank; i < runs.size(); i += size) mine.push_back(runs[i]);
+  std::vector<sweep::PointResult> results = sweep::run_points(scenario_path, mine, ro);
+  if (size == 1) return results;
+  WireWriter w;
+  for (const sweep::PointResult& p : results) put_result(w, p);
+  const std::vector<std::string> all = ranks->gather_to_root(w.bytes());
+  if (rank != 0) return {};
+  std::vector<sweep::PointResult> out(runs.size());
+  for (int k = 0; k < size; ++k) {
+    WireReader in(all[k]);
+    for (size_t i = k; i < runs.size(); i += size) out[i] = get_result(in);
+    if (!in.done()) throw Error("search: internal: rank " + std::to_string(k) + " sent more results than dealt", ErrorKind::kInternal);
+  }
+  return out;
+}
+
+SearchResult off_root() {
+  SearchResult r;
+  r.on_root = false;
+  return r;
+}
+
 }  // namespace
 
 SearchResult run_search(const std::string& scenario_path, const std::vector<std::string>& sets,
                         const SearchOptions& options) {
   if (options.top < 1) throw Error("--top: expected a positive number of points, got " + std::to_string(options.top));
-  const auto start = std::chrono::steady_clock::now();
-  const std::clock_t cpu_start = std::clock();
+  const SearchRanks* ranks = options.ranks && options.ranks->size > 1 ? options.ranks : nullptr;
+  const int rank = ranks ? ranks->rank : 0, size = ranks ? ranks->size : 1;
   SpaceShape shape;
   fix_keys(shape, sets);
   if (options.vary_batch && shape.fixed.count("strategy.global_batch"))
@@ -62,117 +406,73 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
   shape.layers = checker.layers();
   shape.global_batch = checker.global_batch();
 
+  // Each rank's share; an error of a rank goes to rank 0 (the others would wait for it forever).
+  RankPart part;
+  try {
+    part = rank_part(shape, checker, rank, size);
+  } catch (const Error& e) {
+    if (!ranks) throw;
+    part = RankPart{}, part.error_kind = int(e.kind()), part.error = e.what();
+  } catch (const std::exception& e) {
+    if (!ranks) throw;
+    part = RankPart{}, part.error_kind = int(ErrorKind::kInternal), part.error = e.what();
+  }
+  std::vector<RankPart> parts;
+  if (ranks) {
+    const std::vector<std::string> all = ranks->gather_to_root(to_bytes(part));
+    for (const std::string& bytes : all) parts.push_back(part_of(bytes));
+  } else {
+    parts.push_back(std::move(part));
+  }
+
   SearchResult r;
-  r.scenario_path = scenario_path;
-  r.sets = checker.sets();
-  r.gpus = shape.gpus;
-  r.vary_batch = options.vary_batch;
-
-  std::optional<LayerProbes> probes;  // on the cluster of the first valid point (every point's)
-  std::vector<Valid> valid;
-  Scenario point;
-  std::string message, last_message;
-  RuleCount* last_rule = nullptr;
-  for_each_candidate(shape, [&](const Candidate& c) {
-    ++r.points;
-    const std::vector<std::string> point_sets = candidate_sets(c);
-    bool ok = checker.check(point_sets, &point, &message);
-    if (ok) {
-      try {
-        if (!probes) {
-          probes.emplace(point.cluster);
-          r.scenario_name = point.name.empty() ? point.model.name : point.name;
-          r.hbm_bytes = point.cluster.hbm_bytes();
-        }
-        valid.push_back({c, estimate(point, probes->costs(point), probes->comm()), r.points});
-      } catch (const Error& e) {  // a generator that refuses the point (bad input)
-        if (e.kind() != ErrorKind::kBadInput) throw;
-        message = e.what();
-        ok = false;
-      }
+  std::vector<std::vector<std::string>> runs;
+  if (rank == 0) {
+    bool planning = ranks != nullptr;  // the other ranks wait in serve_plans
+    try {
+      r.scenario_path = scenario_path;
+      r.sets = checker.sets();
+      r.gpus = shape.gpus;
+      r.vary_batch = options.vary_batch;
+      const std::vector<Valid> valid = merge_parts(parts, options, r);
+      parts.clear();
+      if (ranks)
+        walk(valid, options, size_t(size), [&](const std::vector<Candidate>& b) { return plan_round(checker, *ranks, b); }, r);
+      else
+        walk(valid, options, 1, [&](const std::vector<Candidate>& b) { return std::vector<PlanVerdict>{plan_point(checker, b[0])}; }, r);
+      if (planning) ranks->broadcast_from_root(batch_to_bytes(true, {})), planning = false;
+    } catch (...) {
+      if (planning) ranks->broadcast_from_root(batch_to_bytes(true, {}));
+      if (ranks && options.simulate) ranks->broadcast_from_root(runs_to_bytes(false, {}));
+      throw;
     }
-    if (!ok) {
-      // Consecutive points often break the same rule with the same values: one rule_of for them.
-      if (message != last_message) last_rule = &r.invalid[rule_of(message)], last_message = message;
-      if (last_rule->count++ == 0) last_rule->example = message;
-    }
-  });
-  r.valid = valid.size();
-  r.probes = probes ? probes->probes() : 0;
-  r.estimate_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  r.estimate_cpu_s = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
-  if (valid.empty()) {
-    std::string rule;
-    uint64_t most = 0;
-    for (const auto& [k, v] : r.invalid)
-      if (v.count > most) most = v.count, rule = k;
-    throw Error("tandem search: no valid strategy for " + std::to_string(r.gpus) + " GPUs: the loader refuses all " +
-                    std::to_string(r.points) + " points of the space; the rule refusing the most (" +
-                    std::to_string(most) + " points): " + rule + "; e.g. " + r.invalid[rule].example,
-                ErrorKind::kBadInput);
-  }
-
-  const bool vary = options.vary_batch;
-  std::sort(valid.begin(), valid.end(), [vary](const Valid& a, const Valid& b) {
-    const double sa = score(a.candidate, a.estimate, vary), sb = score(b.candidate, b.estimate, vary);
-    return sa != sb ? sa < sb : a.order < b.order;
-  });
-  int64_t smallest_peak = -1;
-  std::string smallest_sets;
-  for (size_t i = 0; i < valid.size(); ++i) {
-    if (r.best.size() == size_t(options.top)) {
-      r.pruned[kPrunedByEstimate] = valid.size() - i;
-      break;
-    }
-    RankedPoint p;
-    p.candidate = valid[i].candidate;
-    p.sets = candidate_sets(p.candidate);
-    p.estimate = valid[i].estimate;
-    if (!checker.check(p.sets, &point, &message)) throw Error("search: internal: a valid point no longer loads: " + message, ErrorKind::kInternal);
-    const PlanSummary plan = summarize(Schedule(std::move(point)));
-    ++r.memory_planned;
-    p.planned_peak_bytes = plan.peak_memory_bytes;
-    if (smallest_peak < 0 || plan.peak_memory_bytes < smallest_peak) {
-      smallest_peak = plan.peak_memory_bytes;
-      smallest_sets = join_sets(p.sets);
-    }
-    if (!plan.fits) {
-      ++r.out_of_memory;
-      continue;
-    }
-    auto tie = std::find_if(r.best.begin(), r.best.end(), [&](const RankedPoint& b) {
-      return score(b.candidate, b.estimate, vary) == score(p.candidate, p.estimate, vary) &&
-             b.planned_peak_bytes == p.planned_peak_bytes;
-    });
-    if (tie != r.best.end()) {
-      ++tie->ties;
-      ++r.pruned[kPrunedAsTie];
-      continue;
-    }
-    r.best.push_back(std::move(p));
-  }
-  if (r.best.empty())
-    throw Error("tandem search: the model fits nowhere on " + std::to_string(r.gpus) + " GPUs: the smallest planned peak of the " +
-                    std::to_string(r.valid) + " valid strategies is " + format_gib(smallest_peak) + " per GPU (" + smallest_sets +
-                    "), over the " + format_gib(r.hbm_bytes) + " of HBM",
-                ErrorKind::kBadInput);
-
-  if (options.simulate) {
-    std::vector<std::vector<std::string>> runs;
     for (const RankedPoint& p : r.best) {
       runs.push_back(r.sets);
       runs.back().insert(runs.back().end(), p.sets.begin(), p.sets.end());
     }
-    sweep::RunOptions ro;
-    ro.jobs = options.jobs;
-    ro.limit = options.limit;
-    ro.sim = options.sim;
-    ro.on_progress = options.on_progress;
-    std::vector<sweep::PointResult> results = sweep::run_points(scenario_path, runs, ro);
-    for (size_t i = 0; i < r.best.size(); ++i) r.best[i].simulated = std::move(results[i]);
-    std::stable_sort(r.best.begin(), r.best.end(),
-                     [vary](const RankedPoint& a, const RankedPoint& b) { return simulated_before(a, b, vary); });
+  } else {
+    serve_plans(checker, *ranks);
   }
+  if (!options.simulate) {
+    r.on_root = rank == 0;
+    return r;
+  }
+  if (ranks) {
+    const std::string bytes = ranks->broadcast_from_root(rank == 0 ? runs_to_bytes(true, runs) : std::string());
+    WireReader in(bytes);
+    if (!in.get<bool>()) return off_root();
+    runs.resize(in.get<uint64_t>());
+    for (auto& run : runs) {
+      run.resize(in.get<uint64_t>());
+      for (std::string& s : run) s = in.get_string();
+    }
+  }
+  std::vector<sweep::PointResult> results = simulate_runs(scenario_path, runs, options, ranks);
+  if (rank != 0) return off_root();
+  for (size_t i = 0; i < r.best.size(); ++i) r.best[i].simulated = std::move(results[i]);
+  const bool vary = options.vary_batch;
+  std::stable_sort(r.best.begin(), r.best.end(),
+                   [vary](const RankedPoint& a, const RankedPoint& b) { return simulated_before(a, b, vary); });
   return r;
 }
 

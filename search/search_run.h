@@ -4,12 +4,14 @@
 // K simulated with the full SimGrid backend (sim/simulation.h), in parallel worker processes
 // (sim/sweep/sweep_runner.h, run_points).
 //
-// With --vary-batch the estimate compared below is per sample (iteration / global batch).
-// Pruning: once K points fit, every point whose estimate is not below the K-th fitting point's
-// cannot enter the K best by estimate; its memory is not planned (rule kPrunedByEstimate). A point
-// whose estimate and planned peak equal those of a point already kept (a setting that changes
-// nothing at this layout, such as ZeRO or the gradient overlap with dp = 1) is that point's tie and
-// does not take one of the K simulations (rule kPrunedAsTie). No other rule removes points.
+// Under MPI (SearchOptions::ranks, `mpirun -n R tandem search`), the points are dealt to the ranks
+// in enumeration order (point i to rank i mod R); each rank checks and estimates its points and
+// sends rank 0 its counts and its valid points. Rank 0 sorts them by (estimate, enumeration
+// order), which is the one-process order, and walks them as one process does; the memory of the
+// next R points of that order is planned in rounds, one point per rank, and the points of a round
+// past the K-th fit are dropped from the walk as one process never plans them. The K simulations
+// are dealt out the same way and their results gathered on rank 0, so everything but the timings
+// equals the one-process search.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "search/estimate.h"
+#include "search/search_ranks.h"
 #include "search/search_space.h"
 #include "shared/resource_limit.h"
 #include "sim/simulation.h"
@@ -42,6 +45,7 @@ struct SearchOptions {
   ResourceLimit limit;
   sim::SimOptions sim;
   std::function<void(size_t done, size_t total)> on_progress;
+  const SearchRanks* ranks = nullptr;  // nullptr: this process alone
 };
 
 struct RuleCount {
@@ -59,6 +63,7 @@ struct RankedPoint {
 };
 
 struct SearchResult {
+  bool on_root = true;  // false on the ranks other than 0 of an MPI search: nothing else is set
   std::string scenario_path, scenario_name;
   std::vector<std::string> sets;  // the user's --set list (with cluster.gpus=N for --gpus)
   int gpus = 0;
@@ -72,9 +77,9 @@ struct SearchResult {
   std::vector<RankedPoint> best;  // the K best fitting points: by simulated time (tokens/s with
                                   // vary_batch) when simulated (failed simulations last), else by
                                   // estimate
-  size_t probes = 0;              // layer probes generated
-  double estimate_wall_s = 0;     // enumeration + checks + estimates
-  double estimate_cpu_s = 0;      // the same in this process's CPU time (one core)
+  size_t probes = 0;              // layer probes generated (distinct settings, over all ranks)
+  double estimate_wall_s = 0;     // enumeration + checks + estimates (the slowest rank's)
+  double estimate_cpu_s = 0;      // the same in CPU time, summed over the ranks
 };
 
 // Throws Error (bad input, exit 2) for a scenario or --set the loader refuses, a space with no

@@ -1,19 +1,12 @@
 #include "shared/plan_report.h"
 
-#include <cstdio>
-
 #include "shared/json_writer.h"
+#include "shared/number_format.h"
 #include "shared/offload_report.h"
 #include "shared/rank_grid.h"
 
 namespace tandem {
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 std::string pad(std::string s, size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
@@ -26,7 +19,7 @@ std::string format_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
   while (b >= 1024 && u < 4) b /= 1024, ++u;
-  return fmt(u == 0 ? "%.0f " : "%.2f ", b) + units[u];
+  return format_number(u == 0 ? "%.0f " : "%.2f ", b) + units[u];
 }
 
 void print_plan_text(std::ostream& os, const Schedule& s, const PlanSummary& sum) {
@@ -34,7 +27,7 @@ void print_plan_text(std::ostream& os, const Schedule& s, const PlanSummary& sum
   const StrategySpec& st = sc.strategy;
   const RankGrid& g = s.grid();
   os << "scenario    " << sc.name << " (" << sc.origin << ")\n";
-  os << "model       " << sc.model.name << ": " << fmt("%.3g", double(sum.parameters)) << " parameters, "
+  os << "model       " << sc.model.name << ": " << format_number("%.3g", double(sum.parameters)) << " parameters, "
      << sc.model.layers << " layers, hidden " << sc.model.hidden << ", seq " << sc.model.seq_len << "\n";
   os << "cluster     " << sc.cluster.gpus << " x " << sc.cluster.gpu_name << " (" << sc.cluster.nodes()
      << " nodes of " << sc.cluster.gpus_per_node << "), " << format_bytes(double(sum.hbm_bytes)) << " HBM each\n";
@@ -52,13 +45,13 @@ void print_plan_text(std::ostream& os, const Schedule& s, const PlanSummary& sum
   os << "\n";
   os << "batch       global " << st.global_batch << ", micro " << st.micro_batch << ", " << st.micro_batches()
      << " micro-batches per pipeline, " << sum.tokens_per_iteration << " tokens per iteration\n";
-  os << "flops       " << fmt("%.4g", sum.flops_per_iteration) << " model, "
-     << fmt("%.4g", sum.hardware_flops_per_iteration) << " with recompute, per iteration\n\n";
+  os << "flops       " << format_number("%.4g", sum.flops_per_iteration) << " model, "
+     << format_number("%.4g", sum.hardware_flops_per_iteration) << " with recompute, per iteration\n\n";
   os << "per rank (one line per class of identical ranks)\n";
   os << "  rank  ranks   tasks   peak memory   params     grads      optimizer  activations comm     tp/iter    dp/iter    p2p/iter   sp/layer\n";
   for (const RankPlan& r : sum.ranks) {
     const MemoryBreakdown& b = r.memory.at_peak;
-    os << fmt("  %4.0f", r.rank) << fmt(" %6.0f", r.count) << fmt(" %7.0f", double(r.tasks)) << "   "
+    os << format_number("  %4.0f", r.rank) << format_number(" %6.0f", r.count) << format_number(" %7.0f", double(r.tasks)) << "   "
        << pad(format_bytes(double(r.memory.peak_device_bytes)), 12);
     for (BufferRole role : {BufferRole::kParam, BufferRole::kGrad, BufferRole::kOptimizer, BufferRole::kActivation,
                             BufferRole::kComm})

@@ -1,9 +1,9 @@
 #include "sim/sweep/sweep_report_html.h"
 
 #include <cmath>
-#include <cstdio>
 #include <map>
 
+#include "shared/number_format.h"
 #include "sim/prediction_interval.h"
 #include "traces/atomic_file.h"
 #include "traces/report/svg_plot.h"
@@ -17,12 +17,8 @@ using svg::escape;
 const std::vector<std::string> kColors = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
                                           "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
 
-std::string fmt(const char* f, double v) {
-  if (!std::isfinite(v)) return "";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+// A missing figure (NaN) is an empty cell.
+std::string fmt(const char* f, double v) { return std::isfinite(v) ? format_number(f, v) : ""; }
 
 std::string tokens_text(double v) { return v >= 100 ? fmt("%.0f", v) : fmt("%.3g", v); }
 

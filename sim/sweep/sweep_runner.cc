@@ -16,6 +16,7 @@
 
 #include "scenario.pb.h"
 #include "shared/error.h"
+#include "shared/number_format.h"
 #include "shared/scenario.h"
 #include "shared/schedule.h"
 #include "sim/forked_call.h"
@@ -28,15 +29,9 @@ namespace tandem::sweep {
 
 namespace {
 
-std::string gib(int64_t bytes) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / 1073741824.0);
-  return buf;
-}
-
 std::string oom_reason(const sim::OomReport& o) {
-  return "out of memory: rank " + std::to_string(o.rank) + " allocating '" + o.buffer + "' (" + gib(o.requested_bytes) +
-         ") with " + gib(o.in_use_bytes) + " in use of " + gib(o.capacity_bytes) +
+  return "out of memory: rank " + std::to_string(o.rank) + " allocating '" + o.buffer + "' (" + format_gib(o.requested_bytes) +
+         ") with " + format_gib(o.in_use_bytes) + " in use of " + format_gib(o.capacity_bytes) +
          (o.host ? " of host memory on its node" : " of HBM");
 }
 
