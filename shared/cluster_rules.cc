@@ -91,9 +91,8 @@ ClusterSpec Resolver::cluster() const {
 
   // Host side of offload: counts, 0 = not modelled.
   at_least("cluster.gpus_per_pcie_switch", c.gpus_per_pcie_switch(), 0);
-  if (c.gpus_per_pcie_switch() > spec.gpus_per_node)
-    fail("cluster.gpus_per_pcie_switch", "must be at most cluster.gpus_per_node (" + num(spec.gpus_per_node) +
-                                             "), got " + num(c.gpus_per_pcie_switch()));
+  // More than the node's GPUs (a preset's 2 with gpus_per_node overridden to 1): one switch for all.
+  at_most("cluster.gpus_per_pcie_switch", c.gpus_per_pcie_switch(), kMaxGpusPerNode);
   spec.gpus_per_pcie_switch = c.gpus_per_pcie_switch();
   at_least("cluster.host_cores", c.host_cores(), 0);
   at_most("cluster.host_cores", c.host_cores(), kMaxHostCores);
