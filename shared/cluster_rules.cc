@@ -21,6 +21,10 @@ constexpr const char* kTflopsBound = "TFLOP/s (an exaflop/s per GPU, beyond any 
 constexpr const char* kBandwidthBound = "GB/s (a petabyte/s, beyond any link or memory)";
 constexpr const char* kLatencyBound = "us (one second)";
 constexpr const char* kMemoryBound = "GiB (about a pebibyte)";
+constexpr const char* kClockBound = "GHz (a terahertz, beyond any CPU)";
+constexpr double kMaxCoreGhz = 1000;
+constexpr int kMaxHostCores = 1 << 16;  // cores of one node
+constexpr int kMaxSimdLanes = 1 << 10;  // fp32 lanes of one SIMD vector
 
 // Every model needs these, positive.
 constexpr Figure kDeviceFigures[] = {
@@ -42,6 +46,9 @@ constexpr Figure kOptionalFigures[] = {
     {"pcie_latency_us", &ClusterSpec::pcie_latency_us, kMaxLatencyUs, kLatencyBound},
     {"kernel_launch_us", &ClusterSpec::kernel_launch_us, kMaxLatencyUs, kLatencyBound},
     {"host_memory_gib", &ClusterSpec::host_memory_gib, kMaxMemoryGib, kMemoryBound},
+    {"pcie_switch_uplink_gbps", &ClusterSpec::pcie_switch_uplink_gbps, kMaxBandwidthGbps, kBandwidthBound},
+    {"host_memory_bandwidth_gbps", &ClusterSpec::host_memory_bandwidth_gbps, kMaxBandwidthGbps, kBandwidthBound},
+    {"host_core_ghz", &ClusterSpec::host_core_ghz, kMaxCoreGhz, kClockBound},
 };
 
 double figure(const proto::Cluster& c, const char* field) {
@@ -81,6 +88,18 @@ ClusterSpec Resolver::cluster() const {
     non_negative(path, value, f.max, f.bound);
     spec.*f.member = value;
   }
+
+  // Host side of offload: counts, 0 = not modelled.
+  at_least("cluster.gpus_per_pcie_switch", c.gpus_per_pcie_switch(), 0);
+  // More than the node's GPUs (a preset's 2 with gpus_per_node overridden to 1): one switch for all.
+  at_most("cluster.gpus_per_pcie_switch", c.gpus_per_pcie_switch(), kMaxGpusPerNode);
+  spec.gpus_per_pcie_switch = c.gpus_per_pcie_switch();
+  at_least("cluster.host_cores", c.host_cores(), 0);
+  at_most("cluster.host_cores", c.host_cores(), kMaxHostCores);
+  spec.host_cores = c.host_cores();
+  at_least("cluster.host_simd_fp32_lanes", c.host_simd_fp32_lanes(), 0);
+  at_most("cluster.host_simd_fp32_lanes", c.host_simd_fp32_lanes(), kMaxSimdLanes);
+  spec.host_simd_fp32_lanes = c.host_simd_fp32_lanes();
 
   if (c.has_inter_node_topology())
     spec.inter_node_topology = choice("cluster.inter_node_topology", c.inter_node_topology(), kTopologySpellings);

@@ -83,6 +83,13 @@ struct ClusterSpec {
   Topology inter_node_topology = Topology::kFatTree;
   double oversubscription = 1.0;
   double kernel_launch_us = 0;
+  // Host side of offload (proto::Cluster fields 23-28; 0 = not modelled).
+  int gpus_per_pcie_switch = 0;
+  double pcie_switch_uplink_gbps = 0;
+  double host_memory_bandwidth_gbps = 0;
+  int host_cores = 0;
+  double host_core_ghz = 0;
+  int host_simd_fp32_lanes = 0;
 
   int nodes() const { return (gpus + gpus_per_node - 1) / gpus_per_node; }
   double peak_tflops(DType t) const;

@@ -7,6 +7,7 @@
 
 #include "shared/error.h"
 #include "shared/input_file.h"
+#include "sim/host_adam_cost.h"
 #include "traces/calibration/calibration_profile.h"
 
 namespace tandem::sim {
@@ -226,6 +227,9 @@ double ComputeCostModel::time_s(const Compute& c, bool on_host) const {
     if (const double h = calibration_->host_time(c); h >= 0) return h;  // sim/host_compute_model.h
   }
   const double bytes = c.bytes_moved();
+  if (on_host && cluster_.host_memory_bandwidth_gbps > 0)  // the cluster's host figures (sim/host_adam_cost.h)
+    return host_adam_time(cluster_, ranks_on_node(cluster_), c.kernel == Kernel::kAdam ? double(c.dims[0]) : 0.0, bytes)
+        .time_s();
   if (on_host) {
     const double share = eff_.host_memory_gbps * 1e9 / std::max(1, cluster_.gpus_per_node);
     return bytes / share;

@@ -23,6 +23,21 @@ void attach(sg::NetZone* zone, simgrid::kernel::routing::NetPoint* np, const std
   zone->add_route(nullptr, np, nullptr, nullptr, {sg::LinkInRoute(down)}, false);
 }
 
+// A GPU's PCIe port: its own up and down links, then (when the cluster says so) its switch's
+// uplink to the CPU and the node's host memory, which every copy of the node reads or writes
+// (docs/offload.md, "PCIe and host memory").
+void attach_pcie(sg::NetZone* zone, simgrid::kernel::routing::NetPoint* np, const std::string& name, double bw_bytes_s,
+                 const std::vector<sg::Link*>& to_host, const std::vector<sg::Link*>& from_host) {
+  sg::Link* up = zone->create_link(name + ".up", bw_bytes_s)->set_latency(0)->seal();
+  sg::Link* down = zone->create_link(name + ".down", bw_bytes_s)->set_latency(0)->seal();
+  std::vector<sg::LinkInRoute> up_route{sg::LinkInRoute(up)}, down_route;
+  for (sg::Link* l : to_host) up_route.emplace_back(l);
+  for (sg::Link* l : from_host) down_route.emplace_back(l);
+  down_route.emplace_back(down);
+  zone->add_route(np, nullptr, nullptr, nullptr, up_route, false);
+  zone->add_route(nullptr, np, nullptr, nullptr, down_route, false);
+}
+
 }  // namespace
 
 FabricModel fabric_model(const ClusterSpec& cl, const NetworkEfficiency& eff, int gpus_per_node, int nics_per_node) {
@@ -66,12 +81,22 @@ Platform::Platform(const ClusterSpec& c, int world_size, const NetworkEfficiency
   // 3.32 checks each new link's and host's name by a search of every zone: with a zone per node,
   // building the platform took time quadratic in the nodes (GPT-3 175B on 4096 GPUs: a quarter of
   // the run; docs/sim.md "Speed of pure data parallelism").
+  // GPUs l, l+1, ... of a node with l a multiple of gps share a PCIe switch (0 or 1: none shared).
+  const int gps = c.gpus_per_pcie_switch;
+  const double uplink = c.pcie_switch_uplink_gbps > 0 ? c.pcie_switch_uplink_gbps : c.pcie_bandwidth_gbps;
   sg::NetZone* node = sg::create_star_zone("nodes");
   node->set_parent(root);
   for (int n = 0; n < nodes; ++n) {
     tick(n, "node");
     sg::Host* cpu = node->create_host("cpu" + std::to_string(n), 1.0);
     cpu_.push_back(cpu);
+    // Host memory: one link for both directions (DRAM bandwidth is shared by reads and writes).
+    sg::Link* memory = nullptr;
+    if (c.host_memory_bandwidth_gbps > 0)
+      memory = node->create_link("cpu" + std::to_string(n) + ".memory", c.host_memory_bandwidth_gbps * kGB)
+                   ->set_latency(0)
+                   ->seal();
+    sg::Link *switch_up = nullptr, *switch_down = nullptr;
     for (int l = 0; l < gpn_; ++l) {
       const int g = n * gpn_ + l;
       if (g >= world_size) break;
@@ -79,7 +104,22 @@ Platform::Platform(const ClusterSpec& c, int world_size, const NetworkEfficiency
       nvl_[g] = node->create_host(name + ".nvl", 1.0);
       attach(node, nvl_[g]->get_netpoint(), name + ".nvlink", c.nvlink_bandwidth_gbps * kGB * eff.nvlink);
       pcie_[g] = node->create_host(name + ".pcie", 1.0);
-      attach(node, pcie_[g]->get_netpoint(), name + ".pcie", c.pcie_bandwidth_gbps * kGB * eff.pcie);
+      std::vector<sg::Link*> to_host, from_host;
+      if (gps > 1) {
+        if (l % gps == 0) {
+          const std::string sw = "node" + std::to_string(n) + ".pcie_switch" + std::to_string(l / gps);
+          switch_up = node->create_link(sw + ".up", uplink * kGB * eff.pcie)->set_latency(0)->seal();
+          switch_down = node->create_link(sw + ".down", uplink * kGB * eff.pcie)->set_latency(0)->seal();
+        }
+        to_host.push_back(switch_up);
+        from_host.push_back(switch_down);
+      }
+      if (memory) {
+        to_host.push_back(memory);
+        from_host.insert(from_host.begin(), memory);
+      }
+      attach_pcie(node, pcie_[g]->get_netpoint(), name + ".pcie", c.pcie_bandwidth_gbps * kGB * eff.pcie, to_host,
+                  from_host);
     }
   }
   node->seal();

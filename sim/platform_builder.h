@@ -3,7 +3,10 @@
 // Every GPU is a set of network endpoints, one per fabric it can reach, so that a flow's route is
 // chosen by which endpoints it joins (no multi-fabric routing tables):
 //   gpu<r>.nvl   in its node's NVSwitch star: own up/down link at NVLink bandwidth (per direction)
-//   gpu<r>.pcie  in its node's PCIe star: own up/down link to the host CPU (cpu<n>)
+//   gpu<r>.pcie  in its node's PCIe star: own up/down link to the host CPU (cpu<n>); with
+//                cluster.gpus_per_pcie_switch > 1 also its switch's uplink (shared by the switch's
+//                GPUs, one link per direction), and with cluster.host_memory_bandwidth_gbps the
+//                node's host memory (one link for both directions, shared by every copy of the node)
 //   nic<n>.<k>   the k-th NIC of node n in the inter-node fabric: own up/down link to its leaf
 // GPU g of a node uses NIC g * nics_per_node / gpus_per_node (one per GPU on DGX-style nodes).
 // The inter-node fabric is a two-level tree: leaves group `nodes_per_leaf` nodes (fat-tree: all

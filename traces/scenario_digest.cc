@@ -98,6 +98,12 @@ std::string scenario_canonical_text(const Scenario& s) {
   t.add("cluster.inter_node_topology", to_string(c.inter_node_topology));
   t.add("cluster.oversubscription", c.oversubscription);
   t.add("cluster.kernel_launch_us", c.kernel_launch_us);
+  t.add("cluster.gpus_per_pcie_switch", c.gpus_per_pcie_switch);
+  t.add("cluster.pcie_switch_uplink_gbps", c.pcie_switch_uplink_gbps);
+  t.add("cluster.host_memory_bandwidth_gbps", c.host_memory_bandwidth_gbps);
+  t.add("cluster.host_cores", c.host_cores);
+  t.add("cluster.host_core_ghz", c.host_core_ghz);
+  t.add("cluster.host_simd_fp32_lanes", c.host_simd_fp32_lanes);
 
   const StrategySpec& st = s.strategy;
   t.add("strategy.dp", st.dp);

@@ -588,6 +588,25 @@ TEST(scenario_loader, ClusterFiguresMustBePositive) {
   EXPECT_EQ(parse(Doc().set("cluster.nics_per_node", "0")).cluster.nics_per_node, 0);
 }
 
+// The host side of offload (docs/offload.md, "PCIe and host memory"): 0 = not modelled, never
+// negative.
+TEST(scenario_loader, HostFiguresOfOffload) {
+  for (const char* field : {"cluster.pcie_switch_uplink_gbps", "cluster.host_memory_bandwidth_gbps",
+                            "cluster.host_core_ghz", "cluster.gpus_per_pcie_switch", "cluster.host_cores",
+                            "cluster.host_simd_fp32_lanes"}) {
+    SCOPED_TRACE(field);
+    expect_error(Doc().set(field, "-1"), field, {">= 0"});
+  }
+  // A switch wider than the node (the preset's 2 GPUs per switch, gpus_per_node set to 1) is
+  // accepted: the node's GPUs all sit on one switch.
+  EXPECT_EQ(parse(Doc().set("cluster.gpus_per_node", "1").set("cluster.gpus", "8").set("cluster.nics_per_node", "1"))
+                .cluster.gpus_per_pcie_switch,
+            2);
+  const Scenario s = parse(Doc().set("cluster.gpus_per_pcie_switch", "2").set("cluster.host_memory_bandwidth_gbps", "409.6"));
+  EXPECT_EQ(s.cluster.gpus_per_pcie_switch, 2);
+  EXPECT_DOUBLE_EQ(s.cluster.host_memory_bandwidth_gbps, 409.6);
+}
+
 TEST(scenario_loader, ClusterWithoutPresetMustGiveItsFigures) {
   Doc doc;
   doc.erase("cluster.preset");

@@ -47,5 +47,23 @@ TEST(OffloadSim, AutoFitsWhereNoneDoesNotAndMovesLessThanStaticOffload) {
   EXPECT_LT(ra.iteration_time_s, rs.iteration_time_s);
 }
 
+TEST(OffloadSim, RanksOnOnePcieSwitchSlowEachOtherDown) {
+  // ZeRO-3 over GPUs 0 and 1, every chunk on the host: both ranks copy the same chunks at the same
+  // moments. On the DGX A100 preset they share a PCIe switch uplink (docs/offload.md), so the
+  // iteration is longer than with a link of their own each (gpus_per_pcie_switch 0); the programs
+  // are the same.
+  const std::vector<std::string> base = {"cluster.gpus=2", "strategy.dp=2", "strategy.zero_stage=3",
+                                         "strategy.offload=params", "strategy.offload_fraction=1"};
+  std::vector<std::string> own = base;
+  own.push_back("cluster.gpus_per_pcie_switch=0");
+  const Schedule shared_switch = tiny(base), own_links = tiny(own);
+  ASSERT_EQ(shared_switch.scenario().cluster.gpus_per_pcie_switch, 2);
+  const SimResult a = simulate(shared_switch), b = simulate(own_links);
+  ASSERT_FALSE(a.oom);
+  ASSERT_FALSE(b.oom);
+  EXPECT_EQ(copied_bytes(shared_switch.program(0)), copied_bytes(own_links.program(0)));
+  EXPECT_GT(a.iteration_time_s, b.iteration_time_s);
+}
+
 }  // namespace
 }  // namespace tandem::sim

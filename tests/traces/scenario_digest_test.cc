@@ -66,6 +66,12 @@ std::vector<Mutation> cluster_mutations() {
       {"cluster.inter_node_topology", [](Scenario& s) { s.cluster.inter_node_topology = Topology::kRailOptimized; }},
       {"cluster.oversubscription", [](Scenario& s) { s.cluster.oversubscription = 2; }},
       {"cluster.kernel_launch_us", [](Scenario& s) { s.cluster.kernel_launch_us = 4; }},
+      {"cluster.gpus_per_pcie_switch", [](Scenario& s) { s.cluster.gpus_per_pcie_switch = 2; }},
+      {"cluster.pcie_switch_uplink_gbps", [](Scenario& s) { s.cluster.pcie_switch_uplink_gbps = 32; }},
+      {"cluster.host_memory_bandwidth_gbps", [](Scenario& s) { s.cluster.host_memory_bandwidth_gbps = 409.6; }},
+      {"cluster.host_cores", [](Scenario& s) { s.cluster.host_cores = 128; }},
+      {"cluster.host_core_ghz", [](Scenario& s) { s.cluster.host_core_ghz = 2.25; }},
+      {"cluster.host_simd_fp32_lanes", [](Scenario& s) { s.cluster.host_simd_fp32_lanes = 8; }},
   };
 }
 std::vector<Mutation> strategy_mutations() {
