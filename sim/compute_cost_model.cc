@@ -163,7 +163,8 @@ double ComputeCostModel::gemm_s(DType t, double batch, double m, double n, doubl
   const double hbm = cluster_.hbm_bandwidth_gbps * 1e9;
   if (bytes < 0) bytes = dtype_bytes(t) * batch * (m * k + k * n + m * n);
   double time = bytes / (hbm * memory_eff_);
-  const double eff = gemm_efficiency(gemm_curve(family_, peak, hbm, eff_.sm_count), batch, m, n, k);
+  const bool fp8 = t == DType::kFp8E4M3 || t == DType::kFp8E5M2;
+  const double eff = gemm_efficiency(gemm_curve(family_, peak, hbm, eff_.sm_count, fp8), batch, m, n, k);
   if (peak > 0 && eff > 0) time = std::max(time, 2.0 * batch * m * n * k / (peak * eff));
   return time + cluster_.kernel_launch_us * 1e-6;
 }
@@ -217,6 +218,26 @@ double ComputeCostModel::host_dispatch_s(const Compute& c) const {
   if (!flash_ && c.kernel == Kernel::kAttentionBwd) return (c.inputs.size() >= 7 ? 6.0 : 5.0) * dispatch_s_;
   if (c.flags & kFusedIntoNext) return 0.0;  // one launch for the fused pair, counted on the next
   return dispatch_s_;
+}
+
+ComputeCostModel::Fp8Casts ComputeCostModel::fp8_casts(const Compute& c, bool input_from_norm,
+                                                        bool first_use_of_weight) const {
+  Fp8Casts out;
+  if (c.kernel != Kernel::kGemm || (c.dtype != DType::kFp8E4M3 && c.dtype != DType::kFp8E5M2)) return out;
+  const auto& d = c.dims;
+  auto cast = [&](double elements, double bytes_per_element) {
+    out.seconds += stream_s(elements * bytes_per_element);
+    ++out.kernels;
+  };
+  if (c.dtype == DType::kFp8E4M3) {  // forward: dims {rows, out, in}, x [rows, in], W [out, in]
+    if (!input_from_norm) cast(double(d[0]) * double(d[2]), 4.0);
+    if (first_use_of_weight) cast(double(d[1]) * double(d[2]), 4.0);
+  } else if (c.flags & kTransA) {  // wgrad: dims {out, in, rows}, x^T of the forward input
+    if (input_from_norm) cast(double(d[1]) * double(d[2]), 2.0);
+  } else {  // dgrad: dims {rows, in, out}, the output gradient [rows, out]
+    cast(double(d[0]) * double(d[2]), 4.0);
+  }
+  return out;
 }
 
 double ComputeCostModel::time_s(const Compute& c, bool on_host) const {

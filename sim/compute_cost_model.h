@@ -79,6 +79,30 @@ class ComputeCostModel {
   // forward (baddbmm, softmax, dropout, bmm) and six backward; every other task is one kernel.
   double host_dispatch_s(const Compute& c) const;
   void set_host_dispatch_us(double us) { dispatch_s_ = us * 1e-6; }
+  double dispatch_per_kernel_s() const { return dispatch_s_; }
+
+  // Transformer Engine's FP8 bookkeeping around one FP8 GEMM of the schedule (strategy.dtype
+  // fp8: kGemm tasks of dtype fp8_e4m3 forward, fp8_e5m2 backward), as TE v1.8 runs it under
+  // Megatron-Core (NVIDIA/TransformerEngine@3ec998e96c82bc30247560ced6170c4221ca2b5a,
+  // transformer_engine/pytorch/module/{linear,layernorm_linear,base}.py; docs/accuracy.md section 8):
+  //  - forward: the bf16 input is cast to FP8 with its transpose for the wgrad GEMM
+  //    (fp8_cast_transpose_fused: read 2, write 1 + 1 bytes an element), unless the input comes
+  //    from a norm (`input_from_norm`): TE's LayerNormLinear writes the norm's output in FP8
+  //    itself (layernorm_fwd_fp8) and transposes it in the backward (fp8_transpose before the
+  //    wgrad GEMM: read 1, write 1 bytes an element), charged to that wgrad GEMM;
+  //  - on the weight's first forward GEMM of the iteration (`first_use_of_weight`: the first
+  //    micro-batch), the weight is cast to FP8 with its transpose into TE's cached workspace
+  //    (get_fp8_workspace(with_transpose=True)): 4 bytes a weight element;
+  //  - backward: the bf16 output gradient is cast to FP8 with its transpose once (base.py
+  //    grad_output_preprocess, fp8_cast_transpose_fused), charged to the dgrad GEMM: 4 bytes an
+  //    element.
+  // Every cast computes its amax in the same kernel (delayed scaling), so no extra pass. Each
+  // cast is one kernel: `kernels` launches at the streaming bandwidth. Zero for any other task.
+  struct Fp8Casts {
+    double seconds = 0;
+    int kernels = 0;
+  };
+  Fp8Casts fp8_casts(const Compute& c, bool input_from_norm, bool first_use_of_weight) const;
 
  private:
   double gemm_s(DType t, double batch, double m, double n, double k, double bytes = -1) const;

@@ -40,7 +40,7 @@ GpuFamily gpu_family(const std::string& g) {
   return GpuFamily::kAmpere;
 }
 
-GemmCurve gemm_curve(GpuFamily family, double peak_flops, double hbm_bytes_s, int sms) {
+GemmCurve gemm_curve(GpuFamily family, double peak_flops, double hbm_bytes_s, int sms, bool fp8) {
   GemmCurve c;
   c.sms = sms > 0 ? sms : (family == GpuFamily::kHopper ? 132 : 108);
   c.k_half = hbm_bytes_s > 0 ? kKHalfPerBalance * peak_flops / hbm_bytes_s : 0;
@@ -48,6 +48,7 @@ GemmCurve gemm_curve(GpuFamily family, double peak_flops, double hbm_bytes_s, in
   // TFLOP/s at 6912 x 16384 x 2048 (a whole number of waves: quantisation 1), divided by that
   // shape's k-term 2048 / (2048 + 0.867 * 312e12 / 2039e9 = 132.7).
   c.max_efficiency = family == GpuFamily::kHopper ? 0.89 : (267.9 / 312.0) * (2048.0 + 132.7) / 2048.0;
+  if (fp8 && family == GpuFamily::kHopper) c.max_efficiency = kHopperFp8MaxEfficiency;
   return c;
 }
 

@@ -32,9 +32,20 @@ struct GemmCurve {
   int sms = 0;
 };
 
+// Hopper FP8 GEMMs (e4m3/e5m2 operands, per-tensor scaling) reach a lower fraction of their
+// (twice as high) peak than bf16 ones. From the one published H100 measurement that separates
+// the two at a training shape: torchao's Float8Linear forward + backward at M, K, N = 4096, 8192,
+// 16384 runs 1.39x faster than bf16 (pytorch/ao torchao/float8/README.md, "Performance", at
+// 0cf1281a38bdd8c84b11549ffc49a63eb3a92d40; dynamic scaling, torch.compile). With the bf16 side on
+// the bf16 curve and torchao's casts at the streaming bandwidth (6 bytes an element of input,
+// weight and output gradient: an amax pass, a cast, the transposed copy), the three FP8 GEMMs
+// take what is left: max_efficiency 0.773 (0.725 if the casts moved 4 bytes an element).
+// docs/accuracy.md section 8 has the derivation and why XLA's sm_90 FP8 table was not used.
+inline constexpr double kHopperFp8MaxEfficiency = 0.773;
+
 // The curve of a GPU with the given dense peak (FLOP/s) and HBM bandwidth (byte/s); sms <= 0: the
-// family's SM count (108 on A100, 132 on H100/H200).
-GemmCurve gemm_curve(GpuFamily family, double peak_flops, double hbm_bytes_s, int sms);
+// family's SM count (108 on A100, 132 on H100/H200). fp8: the curve of FP8 GEMMs at the FP8 peak.
+GemmCurve gemm_curve(GpuFamily family, double peak_flops, double hbm_bytes_s, int sms, bool fp8 = false);
 
 // Fraction of the peak that `batch` independent m x n x k products reach (tile/wave quantisation
 // over batch * tiles, times the k-term).

@@ -1,6 +1,7 @@
 #include "sim/program_info.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "shared/error.h"
 
@@ -17,6 +18,16 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
   std::vector<uint8_t> waited_on(n, 0);
   std::vector<uint32_t> pos(n, 0);
   for (size_t i = 0; i < program.buffers.size(); ++i) info->buffer_index[program.buffers[i].id] = uint32_t(i);
+  // Buffers holding a norm's output (or its all-gather), by the buffer a view is of.
+  std::unordered_set<BufferId> norm_out, cast_weights;
+  auto root = [&](BufferId b) {
+    for (int hops = 0; hops < 8; ++hops) {
+      auto it = info->buffer_index.find(b);
+      if (it == info->buffer_index.end() || !program.buffers[it->second].is_view()) break;
+      b = program.buffers[it->second].view_of;
+    }
+    return b;
+  };
   for (size_t i = 0; i < n; ++i) {
     const Task& t = program.tasks[i];
     if (t.id != i) throw Error("schedule: rank " + std::to_string(program.rank) + " task at index " + std::to_string(i) +
@@ -32,12 +43,33 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
     if (const auto* c = std::get_if<Compute>(&t.op)) {
       info->cost_s[i] = costs.time_s(*c, t.stream == Stream::kHost);
       if (t.stream == Stream::kCompute) info->dispatch_s[i] = costs.host_dispatch_s(*c);
+      if (c->kernel == Kernel::kLayerNorm || c->kernel == Kernel::kRmsNorm) {
+        if (!c->outputs.empty()) norm_out.insert(root(c->outputs[0]));
+      } else if (c->kernel == Kernel::kGemm && t.stream == Stream::kCompute && c->inputs.size() == 2) {
+        // Transformer Engine's FP8 casts around an FP8 GEMM (sim/compute_cost_model.h): the
+        // forward reads x as its first input, the wgrad as its second.
+        const BufferId x = c->inputs[(c->flags & kTransA) ? 1 : 0];
+        // A forward GEMM's second input is its weight; TE casts it once an iteration (the first
+        // micro-batch; a chunked GEMM of the tensor-parallel overlap uses it once per block).
+        const bool fwd = !(c->flags & kTransA) && (c->flags & kTransB);
+        const bool first_use = fwd && c->phase == Phase::kForward && cast_weights.insert(root(c->inputs[1])).second;
+        const auto casts = costs.fp8_casts(*c, norm_out.count(root(x)) > 0, first_use);
+        info->cost_s[i] += casts.seconds;
+        info->dispatch_s[i] += casts.kernels * costs.dispatch_per_kernel_s();
+      }
       info->component[i] = compute_component(*c, t.stream == Stream::kHost);
       const double f = c->matmul_flops();
       info->hardware_flops += f;
       if (c->phase != Phase::kRecompute) info->model_flops += f;
+    } else if (const auto* co = std::get_if<Collective>(&t.op)) {
+      // A sequence-parallel all-gather of a norm's output feeds the column-parallel GEMM.
+      if (co->op == CollectiveOp::kAllGather && co->buffers.size() == 2 && norm_out.count(root(co->buffers[0])))
+        norm_out.insert(root(co->buffers[1]));
     } else if (const auto* cp = std::get_if<Copy>(&t.op)) {
       if (cp->direction == CopyDirection::kD2D) info->cost_s[i] = costs.d2d_copy_s(cp->bytes);
+      // The overlapped all-gather (shared/tp_overlap.cc) copies the norm's shard into its block
+      // of the gathered buffer, whose other blocks arrive from the ring.
+      if (cp->direction == CopyDirection::kD2D && norm_out.count(root(cp->src))) norm_out.insert(root(cp->dst));
     }
     if (t.stream == Stream::kCompute && is_compute_like(t))
       info->compute_component_s[static_cast<int>(info->component[i])] += info->cost_s[i];

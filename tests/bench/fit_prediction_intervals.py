@@ -118,7 +118,7 @@ def fit(net_tab, rows, leave_out=None):
     table = dict(net_tab)
     use = [r for i, r in enumerate(rows) if i != leave_out]
     res = [x for x in (compute_residual(r, net_tab) for r in use) if x is not None]
-    files = "korthikanti2022_table5.tsv, megatron_core_h100_weak_scaling.tsv"
+    files = "korthikanti2022_table5.tsv, megatron_core_h100_weak_scaling.tsv, nemo_24.07_h100_fp8.tsv"
     for c in COMPUTE:
         table[c] = summary(res, "compute", f"{len(res)} iteration rows of {files} after the network part "
                                            "(kinds not separable: one fit, one group)")
