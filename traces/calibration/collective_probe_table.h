@@ -29,7 +29,8 @@ std::vector<int> probe_group_sizes(int world);
 // Message sizes probed for a group of `group_size`: 2^i bytes from 8 B to 4 MiB, rounded down to a
 // multiple of 4 * group_size (one fp32 element per member at least), without repeats.
 std::vector<int64_t> probe_bytes(int group_size);
-// Repetitions of one size: enough calls for a stable median, fewer for the large sizes.
+// Repetitions of one size: enough calls for a stable median, fewer for the large sizes (on a quiet
+// machine the whole probe takes about a second; past 10 s each size gets 3, exec/collective_probe.cc).
 int probe_reps(int64_t bytes);
 
 std::string format_probe(const std::vector<CollectiveProbePoint>& points);
