@@ -1,5 +1,8 @@
 #include "exec/host_driver.h"
 
+#include <malloc.h>
+
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -62,7 +65,17 @@ void run_ring_self(const Compute& c, const std::vector<void*>& in, const std::ve
 
 class HostDriver : public Driver {
  public:
-  explicit HostDriver(HostComm* comm) : comm_(comm) {}
+  explicit HostDriver(HostComm* comm) : comm_(comm) {
+    // Freed memory stays in the process for the next step's buffers, as a GPU framework's caching
+    // allocator keeps it (exec/cuda/caching_allocator.h). glibc's defaults gave it back: blocks
+    // over the mmap threshold were mapped and unmapped per Alloc/Free, and the heap's top trimmed,
+    // so every step page-faulted its buffers in again, on one rank and not the other as their heaps
+    // happened to lie (measured, tiny GPT DP=2: one rank 5 ms of Allocs per 14 ms step, the other
+    // 0.2 ms; docs/exec.md, "Host twin error"). The largest mmap threshold glibc takes is 32 MiB
+    // on 64-bit (HEAP_MAX_SIZE / 2); larger buffers are still mapped per Alloc.
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  }
   const char* name() const override { return "host"; }
   std::string machine() const override;
   void* allocate(int64_t bytes, Placement placement) override;

@@ -18,6 +18,7 @@ struct RunArgs {
   bool worker = false;  // hidden: this process is one rank under mpirun
   int cores = 0;         // hidden: online cores the launcher saw (0: not told)
   int blas_threads = 0;  // hidden: BLAS threads per rank the launcher set
+  std::string probe_path;  // hidden: probe the collectives instead of training (exec/collective_probe.h)
 };
 
 // Where the ranks of a host run go: cores of this machine, BLAS threads per rank (cores / ranks,

@@ -13,6 +13,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "exec/collective_probe.h"
 #include "exec/host_driver.h"
 #include "exec/run_args.h"
 #include "shared/cli_args.h"
@@ -52,15 +53,20 @@ int main(int argc, char** argv) {
   po::options_description hidden;
   hidden.add_options()("worker", "run as one rank under mpirun")
       ("cores", po::value(&a.cores), "the launcher's count of online cores")
-      ("blas-threads", po::value(&a.blas_threads), "BLAS threads per rank the launcher set");
+      ("blas-threads", po::value(&a.blas_threads), "BLAS threads per rank the launcher set")
+      // `tandem calibrate` on a host trace: time this machine's collectives over a range of sizes
+      // on -n ranks placed as a run's, instead of training (exec/collective_probe.h).
+      ("probe-collectives", po::value(&a.probe_path), "write a probe of the MPI collectives to FILE");
   po::variables_map vm;
   if (auto stop = parse_command_line("tandem run", argc, argv, opts, {{"scenario", 1}}, vm, &hidden)) return *stop;
   a.json = vm.count("json") > 0;
   a.worker = vm.count("worker") > 0;
   return run_main("tandem run", [&] {
+    if (a.worker && !a.probe_path.empty()) return exec::run_collective_probe_worker(a.probe_path, a.cores, a.blas_threads);
     if (a.worker) return exec::run_rank_worker(a);
-    reject_empty_paths(vm, {"trace"});
-    if (a.scenario.empty()) throw Error("a scenario file is required (tandem run --help)");
+    reject_empty_paths(vm, {"trace", "probe-collectives"});
+    if (!a.probe_path.empty() && a.ranks < 1) throw Error("--probe-collectives: needs -n RANKS");
+    if (a.scenario.empty() && a.probe_path.empty()) throw Error("a scenario file is required (tandem run --help)");
     if (a.steps < 1) throw Error("--steps: expected at least 1, got " + std::to_string(a.steps));
     if (!(a.timeout_s > 0)) throw Error("--timeout: expected a positive number of seconds");
     if (vm.count("ranks") && a.ranks < 1) throw Error("-n: expected at least 1 rank, got " + std::to_string(a.ranks));
@@ -71,27 +77,30 @@ int main(int argc, char** argv) {
 #endif
     if (a.driver != "host" && a.driver != "cuda")
       throw Error("--driver: expected host or cuda, got '" + a.driver + "'");
-    std::vector<std::string> sets = a.sets;
-    if (a.ranks > 0) sets.push_back("cluster.gpus=" + std::to_string(a.ranks));
-    if (a.driver == "host" && load_scenario(a.scenario, sets).strategy.dtype == DType::kFp8) {
-      // The CPU has no FP8: every rank runs the same step in fp32 (strategy.dtype=fp32 is passed on).
-      std::cerr << "tandem run: strategy.dtype fp8: the host driver computes this run in fp32 (no FP8 on the "
-                   "CPU); the plan, memory and trace are those of strategy.dtype=fp32\n";
-      sets.push_back("strategy.dtype=fp32");
-      a.sets.push_back("strategy.dtype=fp32");
-    }
-    // Check everything a worker would, before starting any process.
-    Schedule schedule(load_scenario(a.scenario, sets));
-    print_scenario_notes("tandem run", schedule.scenario());
+    int ranks = a.ranks;
+    if (a.probe_path.empty()) {
+      std::vector<std::string> sets = a.sets;
+      if (a.ranks > 0) sets.push_back("cluster.gpus=" + std::to_string(a.ranks));
+      if (a.driver == "host" && load_scenario(a.scenario, sets).strategy.dtype == DType::kFp8) {
+        // The CPU has no FP8: every rank runs the same step in fp32 (strategy.dtype=fp32 is passed on).
+        std::cerr << "tandem run: strategy.dtype fp8: the host driver computes this run in fp32 (no FP8 on the "
+                     "CPU); the plan, memory and trace are those of strategy.dtype=fp32\n";
+        sets.push_back("strategy.dtype=fp32");
+        a.sets.push_back("strategy.dtype=fp32");
+      }
+      // Check everything a worker would, before starting any process.
+      Schedule schedule(load_scenario(a.scenario, sets));
+      print_scenario_notes("tandem run", schedule.scenario());
 #ifdef TANDEM_HAVE_CUDA_DRIVER
-    if (a.driver == "cuda") {
-      exec::check_cuda_scenario(schedule.scenario());
-      if (exec::cuda_device_count() == 0)
-        throw Error("--driver cuda: no CUDA device is visible to this process; use --driver host");
-    } else
+      if (a.driver == "cuda") {
+        exec::check_cuda_scenario(schedule.scenario());
+        if (exec::cuda_device_count() == 0)
+          throw Error("--driver cuda: no CUDA device is visible to this process; use --driver host");
+      } else
 #endif
-      exec::check_host_scenario(schedule.scenario());
-    const int ranks = schedule.world_size();
+        exec::check_host_scenario(schedule.scenario());
+      ranks = schedule.world_size();
+    }
     // Placement (docs/exec.md, "Where the time goes"): BLAS threads pinned so that ranks x threads
     // do not exceed the cores (OpenBLAS's default, one thread per core in every rank, made 2 ranks
     // on 2 cores run 4 spinning threads: GEMMs 200x slower); ranks bound to a core each when they
@@ -109,10 +118,13 @@ int main(int argc, char** argv) {
                                     // share cores should yield while they wait, ranks on cores of
                                     // their own poll (exec/run_args.h).
                                     "--mca", "btl_vader_single_copy_mechanism", "none", "--mca",
-                                    "mpi_yield_when_idle", place.yield_when_idle ? "1" : "0", self_path(argv[0]), "--worker", a.scenario,
-                                    "--driver", a.driver, "--steps", std::to_string(a.steps), "--timeout",
-                                    std::to_string(a.timeout_s), "--cores", std::to_string(place.cores),
-                                    "--blas-threads", threads});
+                                    "mpi_yield_when_idle", place.yield_when_idle ? "1" : "0", self_path(argv[0]), "--worker",
+                                    "--cores", std::to_string(place.cores), "--blas-threads", threads});
+    if (!a.probe_path.empty())
+      cmd.insert(cmd.end(), {"--probe-collectives", a.probe_path});
+    else
+      cmd.insert(cmd.end(), {a.scenario, "--driver", a.driver, "--steps", std::to_string(a.steps), "--timeout",
+                             std::to_string(a.timeout_s)});
     for (const std::string& s : a.sets) cmd.insert(cmd.end(), {"--set", s});
     if (!a.trace_path.empty()) cmd.insert(cmd.end(), {"--trace", a.trace_path});
     if (a.json) cmd.push_back("--json");

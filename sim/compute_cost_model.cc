@@ -46,7 +46,7 @@ CalibrationTable CalibrationTable::load(const std::string& path) {
     // Means (a step's total is made of them; medians hide the heavy tail) where the profile has
     // them, plus the runtime's time between kernels (docs/exec.md, "Where the time goes").
     const bool host = profile.backend() == "host";
-    if (host) t.overhead_s_ = profile.task_overhead_s();
+    if (host) t.overhead_s_ = profile.task_overhead_s(), t.host_memory_ = HostMemoryModel(profile);
     std::vector<MeasuredKernel> measured;
     for (const proto::KernelTime& k : profile.kernels()) {
       std::array<int64_t, 6> dims{};
@@ -62,19 +62,14 @@ CalibrationTable CalibrationTable::load(const std::string& path) {
       probe.push_back({double(g.m()), double(g.n()), double(g.k()), g.time_s()});
     if (host) t.host_ = HostComputeModel(measured, GemmGrid(probe));
     std::map<int, std::vector<std::array<double, 3>>> by_op;
-    std::vector<std::array<double, 3>> pooled;
     for (const proto::CollectiveTime& c : profile.collectives()) {
       const double time = c.mean_s() > 0 ? c.mean_s() : c.median_s();
       t.add_collective(static_cast<CollectiveOp>(c.op()), static_cast<GroupKind>(c.group_kind()),
-                       int(c.group_size()), c.bytes(), time);
+                       int(c.group_size()), c.bytes(), time + (host ? c.mean_wait_s() : 0));  // host_collective_model.h
       const std::array<double, 3> point{double(c.bytes()), time, double(std::max(1u, c.samples()))};
       by_op[int(c.op())].push_back(point);
-      pooled.push_back(point);
     }
-    if (host) {
-      for (const auto& [op, points] : by_op) t.host_collectives_[op] = fit_size_law(points);
-      t.host_collectives_pooled_ = fit_size_law(pooled);
-    }
+    if (host) t.host_collectives_ = HostCollectiveModel(by_op, probed_collectives(profile), mean_collective_wait_s(profile));
     return t;
   }
   std::istringstream in(bytes);
@@ -127,10 +122,7 @@ void CalibrationTable::add_collective(CollectiveOp op, GroupKind kind, int group
 double CalibrationTable::find_collective(CollectiveOp op, GroupKind kind, int group_size, int64_t bytes) const {
   auto it = collectives_.find({int(op), int(kind), group_size, bytes});
   if (it != collectives_.end()) return it->second;
-  // A host profile: the fit over the measured collectives of this op (else of all ops).
-  if (auto f = host_collectives_.find(int(op)); f != host_collectives_.end() && f->second.shapes > 0)
-    return f->second.time_s(double(bytes));
-  return host_collectives_pooled_.time_s(double(bytes));
+  return host_collectives_.time_s(op, group_size, bytes);  // a host profile (sim/host_collective_model.h)
 }
 
 double CalibrationTable::host_time(const Compute& c) const {

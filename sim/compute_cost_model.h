@@ -20,7 +20,9 @@
 #include <tuple>
 
 #include "shared/schedule.h"
+#include "sim/host_collective_model.h"
 #include "sim/host_compute_model.h"
+#include "sim/host_memory_model.h"
 #include "sim/kernel_curves.h"
 
 namespace tandem::sim {
@@ -52,14 +54,14 @@ class CalibrationTable {
   // measured time between kernels to every kernel time it gives (CalibrationProfile.task_overhead_s).
   double host_time(const Compute& c) const;
   double task_overhead_s() const { return overhead_s_; }
+  const HostMemoryModel& host_memory() const { return host_memory_; }  // sim/host_memory_model.h
 
  private:
+  HostMemoryModel host_memory_;
   HostComputeModel host_;
   double overhead_s_ = 0;
-  // Host profiles: a size law per collective op (all ops pooled for an op not measured), for the
-  // collectives a profile lacks (sim/host_compute_model.h, SizeLaw).
-  std::map<int, SizeLaw> host_collectives_;
-  SizeLaw host_collectives_pooled_;
+  // Host profiles: the collectives a profile lacks (sim/host_collective_model.h).
+  HostCollectiveModel host_collectives_;
   std::map<std::tuple<int, int, std::array<int64_t, 6>>, double> table_;
   std::map<std::tuple<int, int, int, int64_t>, double> collectives_;
 };
@@ -103,6 +105,9 @@ class ComputeCostModel {
     int kernels = 0;
   };
   Fp8Casts fp8_casts(const Compute& c, bool input_from_norm, bool first_use_of_weight) const;
+
+  // The host run's Alloc/Free costs from its calibration profile (sim/host_memory_model.h), or null.
+  const HostMemoryModel* host_memory() const { return calibration_ ? &calibration_->host_memory() : nullptr; }
 
  private:
   double gemm_s(DType t, double batch, double m, double n, double k, double bytes = -1) const;

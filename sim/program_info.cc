@@ -28,6 +28,20 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
     }
     return b;
   };
+  // A host calibration (sim/host_memory_model.h): the time of the Allocs and Frees of buffers the
+  // program frees (persistent ones are allocated in the first step only) goes to the next
+  // compute-stream kernel, as the host driver runs them on the thread that runs its kernels.
+  const HostMemoryModel* host_memory = costs.host_memory();
+  if (host_memory && host_memory->empty()) host_memory = nullptr;
+  std::vector<uint8_t> freed;
+  if (host_memory) {
+    freed.assign(program.buffers.size(), 0);
+    for (const Task& t : program.tasks)
+      if (const auto* f = std::get_if<Free>(&t.op))
+        if (auto it = info->buffer_index.find(f->buffer); it != info->buffer_index.end()) freed[it->second] = 1;
+  }
+  double memory_pending_s = 0;
+  size_t last_kernel = n;
   for (size_t i = 0; i < n; ++i) {
     const Task& t = program.tasks[i];
     if (t.id != i) throw Error("schedule: rank " + std::to_string(program.rank) + " task at index " + std::to_string(i) +
@@ -42,6 +56,7 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
     }
     if (const auto* c = std::get_if<Compute>(&t.op)) {
       info->cost_s[i] = costs.time_s(*c, t.stream == Stream::kHost);
+      if (t.stream == Stream::kCompute) info->cost_s[i] += memory_pending_s, memory_pending_s = 0, last_kernel = i;
       if (t.stream == Stream::kCompute) info->dispatch_s[i] = costs.host_dispatch_s(*c);
       if (c->kernel == Kernel::kLayerNorm || c->kernel == Kernel::kRmsNorm) {
         if (!c->outputs.empty()) norm_out.insert(root(c->outputs[0]));
@@ -81,6 +96,12 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
     if (it == info->buffer_index.end())
       throw Error("schedule: " + rank_task(program.rank, t.id) + " names buffer " + std::to_string(b) + " that rank does not have");
     info->task_buffer[i] = it->second;
+    if (host_memory && freed[it->second] && !program.buffers[it->second].is_view())
+      memory_pending_s += host_memory->time_s(std::holds_alternative<Alloc>(t.op), program.buffers[it->second].bytes);
+  }
+  if (last_kernel < n) {  // the Frees after the last kernel
+    info->cost_s[last_kernel] += memory_pending_s;
+    info->compute_component_s[static_cast<int>(info->component[last_kernel])] += memory_pending_s;
   }
   // Fusion: task u follows t on a stream, both compute-like, nothing on another stream waits on t,
   // and every dependency of u is t, an earlier task of the stream, or a dependency of t (so u is

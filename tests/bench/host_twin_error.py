@@ -6,14 +6,16 @@ and every other one below `tandem sim --calibration` (the prediction, made first
 steady-state steps (IQR relative to the median) and the median per-task error (tandem compare).
 Every configuration uses at most as many ranks as this machine has cores.
 
-  tests/bench/host_twin_error.py [--bin build/bin] [--steps 40] [--out DIR] [--only NAME,...] [--realtime]
+  tests/bench/host_twin_error.py [--bin build/bin] [--steps 40] [--out DIR] [--only NAME,...] [--realtime [--rt-priority N]]
 
 --realtime runs every `tandem run` under `chrt -f 1` (SCHED_FIFO; needs root or CAP_SYS_NICE). On a
 machine shared with other jobs, `nice` does not give a measurement the CPU: with the kernel's
 autogroups (/proc/sys/kernel/sched_autogroup_enabled = 1) every session gets an equal share whatever
 its processes' nice, and a rank that is not running stalls its peers in every collective
 (docs/exec.md, "Where the time goes"). Under SCHED_FIFO the ranks run until the kernel's real-time
-throttling (95 % of each second by default) lets the others in.
+throttling (95 % of each second by default) lets the others in. Another session's SCHED_FIFO process
+of the same priority is not preempted: a rank on its core waits until it ends (a collective waits
+with it); --rt-priority 2 then runs the measurement above it.
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 
@@ -92,9 +94,10 @@ def main():
     ap.add_argument("--out", default="")
     ap.add_argument("--only", default="")
     ap.add_argument("--realtime", action="store_true", help="run the measurements under chrt -f 1")
+    ap.add_argument("--rt-priority", type=int, default=1, help="the SCHED_FIFO priority of --realtime")
     a = ap.parse_args()
     if a.realtime:
-        REALTIME[:] = ["chrt", "-f", "1"]
+        REALTIME[:] = ["chrt", "-f", str(a.rt_priority)]
     out = a.out or tempfile.mkdtemp(prefix="host-twin-")
     os.makedirs(out, exist_ok=True)
     cores = os.cpu_count() or 1
@@ -104,11 +107,11 @@ def main():
     sh(REALTIME + [os.path.join(a.bin, "tandem-calibrate"), cal_trace, TINY] + sets_of(ranks, extra) + ["-o", profile])
     print(f"calibrated on {name} ({ranks} ranks, {a.steps} steps): iteration {cal['iteration_time_s']*1e3:.2f} ms, "
           f"steady-state IQR {100*cal['steady_state']['relative_iqr']:.1f} %; {cores} cores; placement "
-          f"{cal['placement']}; {'SCHED_FIFO' if a.realtime else 'default scheduling'}; load average "
+          f"{cal['placement']}; {f'SCHED_FIFO {a.rt_priority}' if a.realtime else 'default scheduling'}; load average "
           f"{os.getloadavg()[0]:.1f}")
     only = set(a.only.split(",")) if a.only else None
     rows = []
-    print(f"{'config':<15} {'ranks':>5} {'predicted':>11} {'measured':>11} {'error':>8} {'IQR':>6} {'task med':>9}")
+    print(f"{'config':<15} {'ranks':>5} {'predicted':>11} {'measured':>11} {'error':>8} {'IQR':>6} {'task med':>9} {'load':>5}")
     for name, ranks, extra in CONFIGS:
         if only and name not in only:
             continue
@@ -123,7 +126,7 @@ def main():
         iqr = meas["steady_state"]["relative_iqr"]
         rows.append((name, err, task))
         print(f"{name:<15} {ranks:>5} {pred*1e3:>8.2f} ms {m*1e3:>8.2f} ms {100*err:>+7.1f}% {100*iqr:>5.1f}% "
-              f"{100*task:>+8.1f}%", flush=True)
+              f"{100*task:>+8.1f}% {os.getloadavg()[0]:>5.1f}", flush=True)
     others = [abs(e) for n, e, _ in rows if n != CALIBRATION[0]]
     own = [abs(e) for n, e, _ in rows if n == CALIBRATION[0]]
     if own:

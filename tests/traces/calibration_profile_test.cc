@@ -1,6 +1,7 @@
 // Calibration profiles (traces/calibration/calibration_profile.h): made from measured traces only,
 // and read only when the file is a profile whose entries are in range.
 #include "traces/calibration/calibration_profile.h"
+#include "traces/calibration/collective_probe_table.h"
 
 #include <gtest/gtest.h>
 
@@ -47,7 +48,7 @@ proto::Trace measured(const Schedule& s, const std::string& backend = "host") {
 // The medians of two samples are their means: gemm 3 ms, attention 10.5 ms, layernorm 12 ms; the
 // all-reduce is one instance over the group's two members, timed by its shorter member (the last
 // arrival: 3 ms, rank 1's 6 ms are 3 ms of waiting); copies, sends, receives, Alloc and Free are
-// not calibrated.
+// not kernels (Allocs and Frees: AllocsFreesAndWaits below).
 TEST(Calibration, MediansOfAMeasuredTrace) {
   const Schedule s = testing::sample_schedule();
   const proto::CalibrationProfile p = make_calibration(s, measured(s));
@@ -139,6 +140,75 @@ TEST(Calibration, ReadsOnlyRegularFiles) {
   EXPECT_CONTAINS(error_of([&] { read_calibration("/dev/zero"); }), "/dev/zero: cannot read calibration profile: not a regular file");
   spit(dir.file("table.tsv"), "gemm\tfp32\t64,64,64\t12.5\n");
   EXPECT_CONTAINS(error_of([&] { read_calibration(dir.file("table.tsv")); }), "not a tandem calibration profile");
+}
+
+// The sample program's Alloc (task 0) and Free (task 8) of its 48 MiB buffer last 1 ms and 9 ms on
+// rank 0, twice that on rank 1: one Alloc size, mean 1.5 ms over 2 samples, one Free size, mean
+// 13.5 ms. The all-reduce's members last 3 and 6 ms: a member waited 4.5 - 3 = 1.5 ms on average.
+TEST(Calibration, AllocsFreesAndWaits) {
+  const Schedule s = testing::sample_schedule();
+  const proto::CalibrationProfile p = make_calibration(s, measured(s));
+  ASSERT_EQ(p.memory_ops_size(), 2);
+  for (const proto::MemoryOpTime& m : p.memory_ops()) {
+    EXPECT_EQ(m.bytes(), 48 * testing::kMiB);
+    EXPECT_EQ(m.samples(), 2u);
+    EXPECT_NEAR(m.mean_s(), m.alloc() ? 1.5e-3 : 13.5e-3, 1e-12);
+  }
+  EXPECT_NEAR(p.collectives(0).mean_wait_s(), 1.5e-3, 1e-12);
+}
+
+// Time between kernels, less the Allocs and Frees in between. Both ranks: Alloc [0, 0.1] ms, gemm
+// [0.1, 1.0], Free [1.2, 1.5], attention [2.0, 3.0], layernorm [3.1, 4.0] (the others later). The
+// gemm has no earlier kernel; attention could start at 1.0 and started at 2.0, of which 0.3 ms
+// were the Free: 0.7 ms; layernorm 0.1 ms. Mean over the 4 kernels of both ranks: 0.4 ms.
+TEST(Calibration, TimeBetweenKernelsLeavesOutAllocsAndFrees) {
+  const Schedule s = testing::sample_schedule();
+  TraceBuilder b(s, "host", "test");
+  const double ms = 1e-3;
+  for (int rank = 0; rank < 2; ++rank) {
+    b.begin_rank(s.program(rank));
+    b.task(rank, 0, 0, 0.1 * ms);
+    b.task(rank, 1, 0.1 * ms, 1.0 * ms);
+    for (TaskId t : {2, 3, 4, 5}) b.task(rank, t, 5 * ms, 6 * ms);
+    b.task(rank, 8, 1.2 * ms, 1.5 * ms);
+    b.task(rank, 6, 2.0 * ms, 3.0 * ms);
+    b.task(rank, 7, 3.1 * ms, 4.0 * ms);
+  }
+  const proto::CalibrationProfile p = make_calibration(s, b.finish());
+  EXPECT_EQ(p.overhead_samples(), 4u);
+  EXPECT_NEAR(p.task_overhead_s(), 0.4 * ms, 1e-12);
+}
+
+// The collective probe's plan (traces/calibration/collective_probe_table.h): group sizes 2, 4, ...
+// below the world and the world; sizes 8 B..4 MiB in powers of two, whole fp32 elements per member.
+TEST(CollectiveProbe, PlanAndFile) {
+  EXPECT_TRUE(probe_group_sizes(1).empty());
+  EXPECT_EQ(probe_group_sizes(2), (std::vector<int>{2}));
+  EXPECT_EQ(probe_group_sizes(6), (std::vector<int>{2, 4, 6}));
+  const std::vector<int64_t> two = probe_bytes(2);  // 2^3..2^22, all multiples of 8
+  ASSERT_EQ(two.size(), 20u);
+  EXPECT_EQ(two.front(), 8);
+  EXPECT_EQ(two.back(), 4 << 20);
+  const std::vector<int64_t> three = probe_bytes(3);  // multiples of 12: 8 -> 0 (left out), 16 -> 12, 32 -> 24
+  EXPECT_EQ(three[0], 12);
+  EXPECT_EQ(three[1], 24);
+  EXPECT_EQ(three.size(), 19u);
+  const std::vector<CollectiveProbePoint> pts{{CollectiveOp::kAllGather, 2, 4096, 1.25e-5, 31},
+                                              {CollectiveOp::kReduceScatter, 4, 1 << 20, 3.5e-4, 15}};
+  const std::vector<CollectiveProbePoint> back = parse_probe(format_probe(pts), "probe.tsv");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[1].op, CollectiveOp::kReduceScatter);
+  EXPECT_EQ(back[1].group_size, 4);
+  EXPECT_EQ(back[1].bytes, 1 << 20);
+  EXPECT_NEAR(back[1].time_s, 3.5e-4, 1e-12);
+  EXPECT_EQ(back[1].reps, 15);
+  EXPECT_CONTAINS(error_of([] { parse_probe("all-reduce\t2\t64\tfast\t3\n", "p.tsv"); }), "p.tsv:1: bad time");
+  EXPECT_CONTAINS(error_of([] { parse_probe("broadcast\t2\t64\t1e-6\t3\n", "p.tsv"); }), "unknown collective");
+  EXPECT_CONTAINS(error_of([] { parse_probe("", "p.tsv"); }), "no point");
+  proto::CalibrationProfile prof;
+  add_collective_probe(prof, pts);
+  ASSERT_EQ(prof.collective_probe_size(), 2);
+  EXPECT_EQ(prof.collective_probe(0).op(), uint32_t(CollectiveOp::kAllGather));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "shared/error.h"
@@ -69,6 +70,8 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
   std::map<std::pair<GroupId, int>, std::vector<double>> instances;
   std::map<std::pair<GroupId, int>, CollectiveKey> instance_keys;
   std::map<CollectiveKey, std::string> collective_labels;
+  // Steady-state Allocs and Frees by (alloc, bytes).
+  std::map<std::pair<bool, int64_t>, std::vector<double>> memory_ops;
   double overhead_sum = 0;
   uint32_t overhead_n = 0;
   for (const proto::Rank& r : trace.ranks()) {
@@ -79,6 +82,15 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
     const proto::Events& e = r.events();
     std::vector<double> start(p.tasks.size(), -1), end(p.tasks.size(), -1);
     std::map<GroupId, int> nth;
+    // A buffer allocated and never freed in the program is persistent: allocated in the first step
+    // only (exec/runtime.cc), its later Allocs take no time and are no sample of an allocation.
+    std::map<BufferId, int64_t> bytes_of;
+    std::set<BufferId> freed;
+    for (const Buffer& b : p.buffers) bytes_of[b.id] = b.bytes;
+    for (const Task& t : p.tasks)
+      if (const Free* f = std::get_if<Free>(&t.op)) freed.insert(f->buffer);
+    // The rank's Allocs and Frees as (start, end), to take them out of the time between kernels.
+    std::vector<std::pair<double, double>> memory_spans;
     for (int i = 0; i < e.task_id_size(); ++i) {
       const TaskId id = e.task_id(i);
       if (id >= p.tasks.size())
@@ -99,10 +111,24 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
         instances[inst].push_back(d);
         instance_keys.emplace(inst, k);
         if (!collective_labels.count(k)) collective_labels[k] = task_label(s, p, t);
+      } else if (std::holds_alternative<Alloc>(t.op) || std::holds_alternative<Free>(t.op)) {
+        const Alloc* a = std::get_if<Alloc>(&t.op);
+        const BufferId b = a ? a->buffer : std::get<Free>(t.op).buffer;
+        memory_spans.push_back({e.start_s(i), e.end_s(i)});
+        if (freed.count(b) && bytes_of.count(b)) memory_ops[{a != nullptr, bytes_of[b]}].push_back(d);
       }
     }
+    std::sort(memory_spans.begin(), memory_spans.end());
+    // The Allocs' and Frees' time within [from, to].
+    auto memory_time = [&](double from, double to) {
+      const auto lo = std::lower_bound(memory_spans.begin(), memory_spans.end(), std::make_pair(from, -HUGE_VAL));
+      double sum = 0;
+      for (auto it = lo; it != memory_spans.end() && it->first < to; ++it)
+        sum += std::max(0.0, std::min(it->second, to) - it->first);
+      return sum;
+    };
     // Time between kernels of a stream: from when a kernel could start (its stream's previous
-    // kernel and its deps finished) to its start; the Allocs and Frees in between count in it.
+    // kernel and its deps finished) to its start, less the Allocs and Frees that ran in between.
     std::vector<TaskId> previous(kStreamCount, kNoId);
     for (const Task& t : p.tasks) {
       if (!std::holds_alternative<Compute>(t.op) || start[t.id] < 0) continue;
@@ -111,13 +137,16 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
       for (TaskId d : t.deps) ready = std::max(ready, end[d]);
       previous[st] = t.id;
       if (ready < 0) continue;  // the stream's first kernel, with no dep: no reference point
-      overhead_sum += std::max(0.0, start[t.id] - ready);
+      overhead_sum += std::max(0.0, start[t.id] - ready - memory_time(ready, start[t.id]));
       ++overhead_n;
     }
   }
-  std::map<CollectiveKey, std::vector<double>> collectives;
-  for (const auto& [inst, durations] : instances)
-    collectives[instance_keys.at(inst)].push_back(*std::min_element(durations.begin(), durations.end()));
+  std::map<CollectiveKey, std::vector<double>> collectives, waits;
+  for (const auto& [inst, durations] : instances) {
+    const double shortest = *std::min_element(durations.begin(), durations.end());
+    collectives[instance_keys.at(inst)].push_back(shortest);
+    waits[instance_keys.at(inst)].push_back(mean(durations) - shortest);
+  }
   if (kernels.empty() && collectives.empty())
     throw Error("calibrate: " + trace_name + " holds no kernel and no collective: nothing to calibrate");
   proto::CalibrationProfile prof;
@@ -138,6 +167,13 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
     kt->set_median_s(median(std::move(v)));
     kt->set_label(kernel_labels[k]);
   }
+  for (auto& [k, v] : memory_ops) {
+    proto::MemoryOpTime* m = prof.add_memory_ops();
+    m->set_alloc(k.first);
+    m->set_bytes(k.second);
+    m->set_mean_s(mean(v));
+    m->set_samples(uint32_t(v.size()));
+  }
   for (auto& [k, v] : collectives) {
     proto::CollectiveTime* ct = prof.add_collectives();
     ct->set_op(std::get<0>(k));
@@ -146,6 +182,7 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
     ct->set_bytes(std::get<3>(k));
     ct->set_samples(uint32_t(v.size()));
     ct->set_mean_s(mean(v));
+    ct->set_mean_wait_s(mean(waits[k]));
     ct->set_median_s(median(std::move(v)));
     ct->set_label(collective_labels[k]);
   }
@@ -210,6 +247,7 @@ proto::CalibrationProfile parse_calibration(const std::string& bytes, const std:
     if (c.bytes() < 0) throw Error(at + "bytes " + std::to_string(c.bytes()) + " < 0");
     if (bad_time(c.median_s())) throw Error(at + "median_s " + std::to_string(c.median_s()) + " is not a time");
     if (bad_time(c.mean_s())) throw Error(at + "mean_s " + std::to_string(c.mean_s()) + " is not a time");
+    if (bad_time(c.mean_wait_s())) throw Error(at + "mean_wait_s " + std::to_string(c.mean_wait_s()) + " is not a time");
   }
   for (int i = 0; i < prof.gemm_probe_size(); ++i) {
     const proto::GemmProbe& g = prof.gemm_probe(i);
@@ -219,6 +257,22 @@ proto::CalibrationProfile parse_calibration(const std::string& bytes, const std:
                   " has a dimension < 1");
     if (bad_time(g.time_s()) || g.time_s() == 0)
       throw Error(at + "time_s " + std::to_string(g.time_s()) + " is not a positive time");
+  }
+  for (int i = 0; i < prof.collective_probe_size(); ++i) {
+    const proto::CollectiveProbe& c = prof.collective_probe(i);
+    const std::string at = head + "collective_probe entry " + std::to_string(i) + ": ";
+    if (c.op() >= kCollectiveOpValues) throw Error(at + "op " + std::to_string(c.op()) + " out of range");
+    if (c.group_size() < 2 || c.group_size() > uint32_t(INT32_MAX))
+      throw Error(at + "group size " + std::to_string(c.group_size()) + " out of range");
+    if (c.bytes() < 1) throw Error(at + "bytes " + std::to_string(c.bytes()) + " < 1");
+    if (bad_time(c.time_s()) || c.time_s() == 0)
+      throw Error(at + "time_s " + std::to_string(c.time_s()) + " is not a positive time");
+  }
+  for (int i = 0; i < prof.memory_ops_size(); ++i) {
+    const proto::MemoryOpTime& m = prof.memory_ops(i);
+    const std::string at = head + "memory_ops entry " + std::to_string(i) + ": ";
+    if (m.bytes() < 0) throw Error(at + "bytes " + std::to_string(m.bytes()) + " < 0");
+    if (bad_time(m.mean_s())) throw Error(at + "mean_s " + std::to_string(m.mean_s()) + " is not a time");
   }
   if (bad_time(prof.task_overhead_s()))
     throw Error(head + "task_overhead_s " + std::to_string(prof.task_overhead_s()) + " is not a time");

@@ -2,22 +2,67 @@
 // kernel and collective shape of a measured trace (traces/calibration/calibration_profile.h), for
 // `tandem sim --calibration PROFILE`. The scenario (with the same --set) names the schedule the
 // trace was measured on; its digest must match the trace's.
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
 #include <iostream>
 
 #include <boost/program_options.hpp>
 
 #include "shared/cli_args.h"
 #include "traces/calibration/calibration_profile.h"
+#include "shared/error.h"
+#include "shared/input_file.h"
+#include "traces/calibration/collective_probe_table.h"
 #include "traces/calibration/gemm_probe.h"
 #include "traces/trace_io.h"
 
+extern char** environ;
+
 namespace po = boost::program_options;
+
+namespace {
+
+// This machine's MPI collectives on `ranks` ranks placed as the host run placed them: `tandem run
+// --probe-collectives FILE -n RANKS` (exec/collective_probe.h), the tandem-run next to this program.
+std::vector<tandem::CollectiveProbePoint> probe_collectives(int ranks, const std::string& out) {
+  char self[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) throw tandem::Error("calibrate: cannot find this program's directory", tandem::ErrorKind::kFault);
+  std::string run(self, size_t(n));
+  run = run.substr(0, run.rfind('/') + 1) + "tandem-run";
+  const std::string file = out + ".collectives." + std::to_string(getpid()) + ".tsv";
+  std::vector<std::string> args = {run, "--probe-collectives", file, "-n", std::to_string(ranks)};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int status = 0;
+  std::cout.flush();
+  if (posix_spawn(&pid, run.c_str(), nullptr, nullptr, argv.data(), environ) != 0 || waitpid(pid, &status, 0) != pid)
+    throw tandem::Error("calibrate: cannot start " + run + " for the collective probe (or pass --no-probe)",
+                        tandem::ErrorKind::kFault);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::remove(file.c_str());
+    throw tandem::Error("calibrate: the collective probe (" + run + " --probe-collectives) failed (or pass --no-probe)",
+                        tandem::ErrorKind::kFault);
+  }
+  const std::string text = tandem::read_input_file(file, "collective probe", 1 << 20);
+  std::remove(file.c_str());
+  return tandem::parse_probe(text, file);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   po::options_description opts("tandem calibrate TRACE SCENARIO [--set k=v ...] -o PROFILE");
   opts.add_options()("help,h", "show this help")("output,o", po::value<std::string>(), "the profile to write")(
       "set", po::value<std::vector<std::string>>()->composing(), "the overrides the trace was measured with")(
-      "no-probe", "a host trace: leave out the probe of this CPU's GEMM rate (run it on the machine measured)")(
+      "no-probe", "a host trace: leave out the probes of this CPU's GEMM rate and of its MPI collectives (run them on "
+      "the machine measured)")(
       "args", po::value<std::vector<std::string>>(), "TRACE SCENARIO");
   po::variables_map vm;
   if (auto stop = tandem::parse_command_line("tandem calibrate", argc, argv, opts, {{"args", 2}}, vm)) return *stop;
@@ -39,12 +84,16 @@ int main(int argc, char** argv) {
       tandem::probe_gemm(prof, probe);
     }
     const std::string out = vm["output"].as<std::string>();
+    // And this machine's collectives over the sizes other configurations use.
+    if (prof.backend() == "host" && !vm.count("no-probe") && prof.ranks() >= 2)
+      tandem::add_collective_probe(prof, probe_collectives(int(prof.ranks()), out));
     tandem::write_calibration(prof, out);
     std::cout << "tandem calibrate: " << prof.kernels_size() << " kernel shapes and " << prof.collectives_size()
               << " collective shapes";
     if (prof.gemm_probe_size())
       std::cout << " and " << prof.gemm_probe_size() << " probed GEMM shapes (" << prof.probe_blas_threads()
                 << " BLAS thread" << (prof.probe_blas_threads() == 1 ? "" : "s") << ")";
+    if (prof.collective_probe_size()) std::cout << " and " << prof.collective_probe_size() << " probed collectives";
     std::cout << " from " << args[0] << " (" << prof.backend() << ", " << prof.machine()
               << ") -> " << out << "\n";
     return 0;

@@ -1,0 +1,63 @@
+// How long a collective of the host driver takes on this machine, for the collectives a
+// calibration profile's measured run did not hold (sim/compute_cost_model.h, CalibrationTable):
+// from the profile's collective probe (exec/collective_probe.h: the same MPI calls timed over
+// 8 B..4 MiB per op and group size, under the run's placement) where it has the op and group
+// size, else from the size law over the run's own collectives (sim/host_compute_model.h,
+// SizeLaw: per op, else all ops pooled). The run's own shapes are looked up before this model.
+//
+// Between probed sizes the time is interpolated linearly in (log bytes, log time), which is exact
+// for a power law between neighbours and follows the bend from the latency-bound to the
+// bandwidth-bound regime; below the smallest probed size the smallest's time (the latency floor);
+// above the largest, that time scaled by bytes (the bandwidth regime: the largest probed size,
+// 4 MiB, moves at the copy bandwidth, a constant per byte).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "calibration.pb.h"
+#include "shared/schedule.h"
+#include "sim/host_compute_model.h"
+
+namespace tandem::sim {
+
+struct ProbedCollective {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  int group_size = 0;
+  int64_t bytes = 0;
+  double time_s = 0;
+};
+
+// The profile's collective_probe entries.
+std::vector<ProbedCollective> probed_collectives(const proto::CalibrationProfile& profile);
+// The mean over the measured run's collective instances of a member's wait for the last arrival
+// (CollectiveTime.mean_wait_s weighted by samples; 0 without collectives). Ranks that do the same
+// work still arrive apart, by the noise of their kernels (measured, tiny GPT TP=2 at load 19: the
+// 16 KiB all-reduce 21 us from the last arrival, 50 us on average over both members); the
+// simulator's ranks are identical, so a host profile's collective costs that wait too: a measured
+// shape its own, the others this mean.
+double mean_collective_wait_s(const proto::CalibrationProfile& profile);
+
+class HostCollectiveModel {
+ public:
+  HostCollectiveModel() = default;
+  // `measured`: per op, the run's (bytes, time, weight) points; `probe`: the probed points.
+  HostCollectiveModel(const std::map<int, std::vector<std::array<double, 3>>>& measured,
+                      const std::vector<ProbedCollective>& probe, double wait_s = 0);
+  // Seconds (the wait included); negative when neither the probe nor the run's collectives go on.
+  double time_s(CollectiveOp op, int group_size, int64_t bytes) const;
+  // Without the wait: from the probe, else the size law.
+  double transfer_s(CollectiveOp op, int group_size, int64_t bytes) const;
+  bool probed(CollectiveOp op, int group_size) const { return probe_.count({int(op), group_size}) > 0; }
+
+ private:
+  std::map<int, SizeLaw> by_op_;
+  SizeLaw pooled_;
+  double wait_s_ = 0;
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> probe_;  // (op, size) -> sorted (bytes, s)
+};
+
+}  // namespace tandem::sim

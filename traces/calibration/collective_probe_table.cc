@@ -1,0 +1,95 @@
+#include "traces/calibration/collective_probe_table.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "shared/error.h"
+
+namespace tandem {
+namespace {
+
+bool op_from_name(const std::string& s, CollectiveOp* op) {
+  for (CollectiveOp o : kProbedCollectives)
+    if (s == to_string(o)) return *op = o, true;
+  return false;
+}
+
+template <class T>
+bool parse_whole(const std::string& s, T* out) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
+}
+
+}  // namespace
+
+std::vector<int> probe_group_sizes(int world) {
+  std::vector<int> out;
+  for (int g = 2; g < world; g *= 2) out.push_back(g);
+  if (world >= 2) out.push_back(world);
+  return out;
+}
+
+std::vector<int64_t> probe_bytes(int group_size) {
+  std::vector<int64_t> out;
+  const int64_t unit = 4 * int64_t(std::max(1, group_size));
+  for (int64_t b = 8; b <= (int64_t(4) << 20); b *= 2) {
+    const int64_t r = b / unit * unit;
+    if (r > 0 && (out.empty() || out.back() != r)) out.push_back(r);
+  }
+  return out;
+}
+
+int probe_reps(int64_t bytes) { return bytes <= (int64_t(64) << 10) ? 31 : bytes <= (int64_t(1) << 20) ? 15 : 7; }
+
+std::string format_probe(const std::vector<CollectiveProbePoint>& points) {
+  std::string out;
+  char line[160];
+  for (const CollectiveProbePoint& p : points) {
+    std::snprintf(line, sizeof line, "%s\t%d\t%lld\t%.9e\t%d\n", to_string(p.op), p.group_size, (long long)p.bytes,
+                  p.time_s, p.reps);
+    out += line;
+  }
+  return out;
+}
+
+std::vector<CollectiveProbePoint> parse_probe(const std::string& text, const std::string& path) {
+  std::vector<CollectiveProbePoint> out;
+  std::istringstream in(text);
+  std::string line;
+  for (int no = 1; std::getline(in, line); ++no) {
+    if (line.empty()) continue;
+    auto bad = [&](const std::string& what) {
+      return Error(path + ":" + std::to_string(no) + ": " + what +
+                   " (expected op<TAB>group_size<TAB>bytes<TAB>time_s<TAB>reps)");
+    };
+    std::istringstream ls(line);
+    std::string f[5];
+    for (int i = 0; i < 5; ++i)
+      if (!std::getline(ls, f[i], i == 4 ? '\n' : '\t')) throw bad("missing field");
+    CollectiveProbePoint p;
+    if (!op_from_name(f[0], &p.op)) throw bad("unknown collective '" + f[0] + "'");
+    if (!parse_whole(f[1], &p.group_size) || p.group_size < 2) throw bad("bad group size '" + f[1] + "'");
+    if (!parse_whole(f[2], &p.bytes) || p.bytes < 1) throw bad("bad bytes '" + f[2] + "'");
+    if (!parse_whole(f[3], &p.time_s) || !std::isfinite(p.time_s) || p.time_s <= 0) throw bad("bad time '" + f[3] + "'");
+    if (!parse_whole(f[4], &p.reps) || p.reps < 1) throw bad("bad repetitions '" + f[4] + "'");
+    out.push_back(p);
+  }
+  if (out.empty()) throw Error(path + ": a collective probe with no point");
+  return out;
+}
+
+void add_collective_probe(proto::CalibrationProfile& profile, const std::vector<CollectiveProbePoint>& points) {
+  for (const CollectiveProbePoint& p : points) {
+    proto::CollectiveProbe* e = profile.add_collective_probe();
+    e->set_op(uint32_t(p.op));
+    e->set_group_size(uint32_t(p.group_size));
+    e->set_bytes(p.bytes);
+    e->set_time_s(p.time_s);
+    e->set_reps(uint32_t(p.reps));
+  }
+}
+
+}  // namespace tandem

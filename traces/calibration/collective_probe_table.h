@@ -1,0 +1,43 @@
+// The collective probe's plan and its file (exec/collective_probe.h runs it under mpirun; `tandem
+// calibrate` reads the file into the profile's collective_probe entries): which group sizes and
+// message sizes are timed, and one line per point, "op<TAB>group_size<TAB>bytes<TAB>time_s<TAB>reps".
+// No MPI here, so the calibration library and its tests do not need it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "calibration.pb.h"
+#include "shared/schedule.h"
+
+namespace tandem {
+
+struct CollectiveProbePoint {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  int group_size = 0;
+  int64_t bytes = 0;  // nccl-tests convention (shared/schedule.h): all-gather's output, reduce-scatter's input
+  double time_s = 0;
+  int reps = 0;
+};
+
+// The ops probed: those of the host driver's data, tensor and sequence parallelism.
+inline constexpr CollectiveOp kProbedCollectives[] = {CollectiveOp::kAllReduce, CollectiveOp::kAllGather,
+                                                      CollectiveOp::kReduceScatter};
+// Group sizes probed on `world` ranks: 2, 4, 8, ... below world, and world (none for one rank).
+std::vector<int> probe_group_sizes(int world);
+// Message sizes probed for a group of `group_size`: 2^i bytes from 8 B to 4 MiB, rounded down to a
+// multiple of 4 * group_size (one fp32 element per member at least), without repeats.
+std::vector<int64_t> probe_bytes(int group_size);
+// Repetitions of one size: enough calls for a stable median, fewer for the large sizes (on a quiet
+// machine the whole probe takes about a second; past 10 s each size gets 3, exec/collective_probe.cc).
+int probe_reps(int64_t bytes);
+
+std::string format_probe(const std::vector<CollectiveProbePoint>& points);
+// The points of `text`; Error (bad input) naming `path` and the line for anything else, or for a
+// file with no point.
+std::vector<CollectiveProbePoint> parse_probe(const std::string& text, const std::string& path);
+// Appends the points to the profile's collective_probe entries.
+void add_collective_probe(proto::CalibrationProfile& profile, const std::vector<CollectiveProbePoint>& points);
+
+}  // namespace tandem
