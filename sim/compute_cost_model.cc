@@ -1,12 +1,12 @@
 #include "sim/compute_cost_model.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <sstream>
 
 #include "shared/error.h"
 #include "shared/input_file.h"
+#include "shared/parse_whole.h"
 #include "sim/host_adam_cost.h"
 #include "traces/calibration/calibration_profile.h"
 
@@ -25,13 +25,6 @@ bool dtype_from_name(const std::string& s, DType* t) {
                   DType::kFp8E5M2})
     if (s == to_string(d)) return *t = d, true;
   return false;
-}
-
-// A number that is the whole of `s` ("12abc" and "" are refused).
-template <class T>
-bool parse_whole(const std::string& s, T* out) {
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
 }
 
 }  // namespace

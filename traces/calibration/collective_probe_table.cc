@@ -1,12 +1,12 @@
 #include "traces/calibration/collective_probe_table.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 
 #include "shared/error.h"
+#include "shared/parse_whole.h"
 
 namespace tandem {
 namespace {
@@ -15,12 +15,6 @@ bool op_from_name(const std::string& s, CollectiveOp* op) {
   for (CollectiveOp o : kProbedCollectives)
     if (s == to_string(o)) return *op = o, true;
   return false;
-}
-
-template <class T>
-bool parse_whole(const std::string& s, T* out) {
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
 }
 
 }  // namespace
