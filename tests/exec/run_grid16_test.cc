@@ -29,21 +29,12 @@ namespace {
 
 const char kModel[] = "--set model.layers=2 --set strategy.micro_batch=4";
 
-std::vector<double> numbers(const testing::Json& a) {
-  std::vector<double> v;
-  for (const testing::Json& x : a.array) v.push_back(x.number);
-  return v;
-}
+using testing::numbers;
 
 // One run per argument list, shared by the tests of this process. The guard is long: 16 ranks
 // on a loaded machine take minutes (the job's own --timeout still catches a hung rank).
 const testing::Json& result(const std::string& args) {
-  static std::map<std::string, testing::Json> cache;
-  auto it = cache.find(args);
-  if (it != cache.end()) return it->second;
-  const testing::RunOutput r = testing::run_tandem(args + " " + kModel + " --json", "", 540);
-  if (r.exit_code != 0) throw std::runtime_error("tandem run " + args + " failed:\n" + r.out);
-  return cache[args] = testing::json_of(r);
+  return testing::cached_run_json(args + " " + kModel, 540);
 }
 
 struct Strategy {

@@ -25,21 +25,10 @@ using testing::RunOutput;
 
 RunOutput run(const std::string& args, const std::string& env = "") { return testing::run_tandem(args, env); }
 
-std::vector<double> numbers(const testing::Json& a) {
-  std::vector<double> v;
-  for (const testing::Json& x : a.array) v.push_back(x.number);
-  return v;
-}
+using testing::numbers;
 
 // One run per strategy, shared by the tests of this file.
-const testing::Json& result(const std::string& args) {
-  static std::map<std::string, testing::Json> cache;
-  auto it = cache.find(args);
-  if (it != cache.end()) return it->second;
-  const RunOutput r = run(args + " --json");
-  if (r.exit_code != 0) throw std::runtime_error("tandem run " + args + " failed:\n" + r.out);
-  return cache[args] = json_of(r);
-}
+const testing::Json& result(const std::string& args) { return testing::cached_run_json(args); }
 
 struct Strategy {
   const char* name;

@@ -7,9 +7,11 @@
 
 #include <array>
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "tests/traces/json_parser.h"
 
@@ -44,6 +46,24 @@ inline Json json_of(const RunOutput& r) {
   while (std::getline(in, line))
     if (!line.empty() && line[0] == '{') return JsonParser::parse(line);
   throw std::runtime_error("no JSON in the output:\n" + r.out);
+}
+
+// The numbers of a JSON array (losses, peaks per rank).
+inline std::vector<double> numbers(const Json& a) {
+  std::vector<double> v;
+  for (const Json& x : a.array) v.push_back(x.number);
+  return v;
+}
+
+// The JSON of `tandem run ARGS --json`, run once per argument list and kept for the other tests
+// of the process; a failed run throws with its output.
+inline const Json& cached_run_json(const std::string& args, int timeout_s = 120) {
+  static std::map<std::string, Json> cache;
+  auto it = cache.find(args);
+  if (it != cache.end()) return it->second;
+  const RunOutput r = run_tandem(args + " --json", "", timeout_s);
+  if (r.exit_code != 0) throw std::runtime_error("tandem run " + args + " failed:\n" + r.out);
+  return cache[args] = json_of(r);
 }
 
 }  // namespace tandem::testing
