@@ -1,5 +1,6 @@
 #include "kernels/cpu/ring_self_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -11,22 +12,69 @@ inline std::int64_t at(const RingSelfShape& s, std::int64_t b, std::int64_t h, s
   return ((b * s.heads + h) * s.chunk + q) * s.seq() + j;
 }
 
-}  // namespace
+// The three loop shapes the ring's kernels share, on one head's columns [h*hd, (h+1)*hd) of each
+// row. `a` and `x` rows are local tokens (b, i) at strides a_ld / x_ld; `w` is a [b, heads, c, s]
+// score-shaped array.
 
+// w(b, h, i, block*c + t) = a_i . x_t over this block's c keys (scores: Q K^T; grad_probs: dC V^T).
 template <class T>
-void ring_self_scores(const T* q, std::int64_t q_ld, const T* k, std::int64_t k_ld, const RingSelfShape& s, T* scores) {
+void block_dots(const T* a, std::int64_t a_ld, const T* x, std::int64_t x_ld, const RingSelfShape& s, T* w) {
   const std::int64_t c = s.chunk, hd = s.head_dim;
   for (std::int64_t b = 0; b < s.batch; ++b)
     for (std::int64_t h = 0; h < s.heads; ++h)
       for (std::int64_t i = 0; i < c; ++i) {
-        const T* qi = q + (b * c + i) * q_ld + h * hd;
+        const T* ai = a + (b * c + i) * a_ld + h * hd;
         for (std::int64_t t = 0; t < c; ++t) {
-          const T* kt = k + (b * c + t) * k_ld + h * hd;
-          T x = 0;
-          for (std::int64_t e = 0; e < hd; ++e) x += qi[e] * kt[e];
-          scores[at(s, b, h, i, s.block * c + t)] = x;
+          const T* xt = x + (b * c + t) * x_ld + h * hd;
+          T dot = 0;
+          for (std::int64_t e = 0; e < hd; ++e) dot += ai[e] * xt[e];
+          w[at(s, b, h, i, s.block * c + t)] = dot;
         }
       }
+}
+
+// out_i (+)= sum over this block's keys t of w(b, h, i, block*c + t) x_t (context: P V; grad_q: dS K).
+template <class T>
+void block_weighted_sum(const T* w, const T* x, std::int64_t x_ld, const RingSelfShape& s, bool accumulate, T* out,
+                        std::int64_t out_ld) {
+  const std::int64_t c = s.chunk, hd = s.head_dim;
+  for (std::int64_t b = 0; b < s.batch; ++b)
+    for (std::int64_t h = 0; h < s.heads; ++h)
+      for (std::int64_t i = 0; i < c; ++i) {
+        T* o = out + (b * c + i) * out_ld + h * hd;
+        if (!accumulate)
+          for (std::int64_t e = 0; e < hd; ++e) o[e] = 0;
+        const T* wi = w + at(s, b, h, i, s.block * c);
+        for (std::int64_t t = 0; t < c; ++t) {
+          const T* xt = x + (b * c + t) * x_ld + h * hd;
+          for (std::int64_t e = 0; e < hd; ++e) o[e] += wi[t] * xt[e];
+        }
+      }
+}
+
+// full_j = sum over local queries i of w(b, h, i, j) x_i for every key j of the whole sequence,
+// [batch, s, cols] (grad_v: P^T dC; grad_k: dS^T Q).
+template <class T>
+void full_outer_sum(const T* w, const T* x, std::int64_t x_ld, const RingSelfShape& s, T* full) {
+  const std::int64_t c = s.chunk, hd = s.head_dim, D = s.cols(), S = s.seq();
+  std::memset(static_cast<void*>(full), 0, sizeof(T) * size_t(s.batch * S * D));
+  for (std::int64_t b = 0; b < s.batch; ++b)
+    for (std::int64_t h = 0; h < s.heads; ++h)
+      for (std::int64_t i = 0; i < c; ++i) {
+        const T* wi = w + at(s, b, h, i, 0);
+        const T* xi = x + (b * c + i) * x_ld + h * hd;
+        for (std::int64_t j = 0; j < S; ++j) {
+          T* o = full + (b * S + j) * D + h * hd;
+          for (std::int64_t e = 0; e < hd; ++e) o[e] += wi[j] * xi[e];
+        }
+      }
+}
+
+}  // namespace
+
+template <class T>
+void ring_self_scores(const T* q, std::int64_t q_ld, const T* k, std::int64_t k_ld, const RingSelfShape& s, T* scores) {
+  block_dots(q, q_ld, k, k_ld, s, scores);
 }
 
 template <class T>
@@ -50,51 +98,17 @@ void ring_self_softmax(const T* scores, const RingSelfShape& s, T* probs) {
 
 template <class T>
 void ring_self_context(const T* probs, const T* v, std::int64_t v_ld, const RingSelfShape& s, bool accumulate, T* ctx) {
-  const std::int64_t c = s.chunk, hd = s.head_dim, D = s.cols();
-  for (std::int64_t b = 0; b < s.batch; ++b)
-    for (std::int64_t h = 0; h < s.heads; ++h)
-      for (std::int64_t i = 0; i < c; ++i) {
-        T* o = ctx + (b * c + i) * D + h * hd;
-        if (!accumulate)
-          for (std::int64_t e = 0; e < hd; ++e) o[e] = 0;
-        const T* p = probs + at(s, b, h, i, s.block * c);
-        for (std::int64_t t = 0; t < c; ++t) {
-          const T* vt = v + (b * c + t) * v_ld + h * hd;
-          for (std::int64_t e = 0; e < hd; ++e) o[e] += p[t] * vt[e];
-        }
-      }
+  block_weighted_sum(probs, v, v_ld, s, accumulate, ctx, s.cols());
 }
 
 template <class T>
 void ring_self_grad_v(const T* probs, const T* dctx, const RingSelfShape& s, T* dv_full) {
-  const std::int64_t c = s.chunk, hd = s.head_dim, D = s.cols(), S = s.seq();
-  std::memset(static_cast<void*>(dv_full), 0, sizeof(T) * size_t(s.batch * S * D));
-  for (std::int64_t b = 0; b < s.batch; ++b)
-    for (std::int64_t h = 0; h < s.heads; ++h)
-      for (std::int64_t i = 0; i < c; ++i) {
-        const T* p = probs + at(s, b, h, i, 0);
-        const T* g = dctx + (b * c + i) * D + h * hd;
-        for (std::int64_t j = 0; j < S; ++j) {
-          T* o = dv_full + (b * S + j) * D + h * hd;
-          for (std::int64_t e = 0; e < hd; ++e) o[e] += p[j] * g[e];
-        }
-      }
+  full_outer_sum(probs, dctx, s.cols(), s, dv_full);
 }
 
 template <class T>
 void ring_self_grad_probs(const T* dctx, const T* v, std::int64_t v_ld, const RingSelfShape& s, T* dprobs) {
-  const std::int64_t c = s.chunk, hd = s.head_dim, D = s.cols();
-  for (std::int64_t b = 0; b < s.batch; ++b)
-    for (std::int64_t h = 0; h < s.heads; ++h)
-      for (std::int64_t i = 0; i < c; ++i) {
-        const T* g = dctx + (b * c + i) * D + h * hd;
-        for (std::int64_t t = 0; t < c; ++t) {
-          const T* vt = v + (b * c + t) * v_ld + h * hd;
-          T x = 0;
-          for (std::int64_t e = 0; e < hd; ++e) x += g[e] * vt[e];
-          dprobs[at(s, b, h, i, s.block * c + t)] = x;
-        }
-      }
+  block_dots(dctx, s.cols(), v, v_ld, s, dprobs);
 }
 
 template <class T>
@@ -112,36 +126,13 @@ void ring_self_softmax_backward(const T* probs, const T* dprobs, const RingSelfS
 
 template <class T>
 void ring_self_grad_k(const T* dscores, const T* q, std::int64_t q_ld, const RingSelfShape& s, T* dk_full) {
-  const std::int64_t c = s.chunk, hd = s.head_dim, D = s.cols(), S = s.seq();
-  std::memset(static_cast<void*>(dk_full), 0, sizeof(T) * size_t(s.batch * S * D));
-  for (std::int64_t b = 0; b < s.batch; ++b)
-    for (std::int64_t h = 0; h < s.heads; ++h)
-      for (std::int64_t i = 0; i < c; ++i) {
-        const T* ds = dscores + at(s, b, h, i, 0);
-        const T* qi = q + (b * c + i) * q_ld + h * hd;
-        for (std::int64_t j = 0; j < S; ++j) {
-          T* o = dk_full + (b * S + j) * D + h * hd;
-          for (std::int64_t e = 0; e < hd; ++e) o[e] += ds[j] * qi[e];
-        }
-      }
+  full_outer_sum(dscores, q, q_ld, s, dk_full);
 }
 
 template <class T>
 void ring_self_grad_q(const T* dscores, const T* k, std::int64_t k_ld, const RingSelfShape& s, bool accumulate, T* dq,
                       std::int64_t dq_ld) {
-  const std::int64_t c = s.chunk, hd = s.head_dim;
-  for (std::int64_t b = 0; b < s.batch; ++b)
-    for (std::int64_t h = 0; h < s.heads; ++h)
-      for (std::int64_t i = 0; i < c; ++i) {
-        T* o = dq + (b * c + i) * dq_ld + h * hd;
-        if (!accumulate)
-          for (std::int64_t e = 0; e < hd; ++e) o[e] = 0;
-        const T* ds = dscores + at(s, b, h, i, s.block * c);
-        for (std::int64_t t = 0; t < c; ++t) {
-          const T* kt = k + (b * c + t) * k_ld + h * hd;
-          for (std::int64_t e = 0; e < hd; ++e) o[e] += ds[t] * kt[e];
-        }
-      }
+  block_weighted_sum(dscores, k, k_ld, s, accumulate, dq, dq_ld);
 }
 
 void ring_self_pack(const float* qkv, const RingSelfShape& s, float* k, float* v) {
