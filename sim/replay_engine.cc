@@ -166,12 +166,12 @@ void ReplayEngine::pump(int unit) {
   }
 }
 
-void ReplayEngine::finish_task(RankState& r, TaskId id, double start_s, double end_s) {
+void ReplayEngine::finish_task(RankState& r, TaskId id, double start_s, double end_s, bool record) {
   r.mark_done(id);
   --r.remaining;
   --tasks_left_;
   r.stats.end_s = std::max(r.stats.end_s, end_s);
-  if (options_.record_tasks)  // once per unit, under lane 0's rank (SimResult::tasks)
+  if (options_.record_tasks && record)  // once per unit, under lane 0's rank (SimResult::tasks)
     result_.tasks.push_back({r.rank, id, r.info->program.tasks[id].stream, start_s, end_s});
 }
 
@@ -180,7 +180,8 @@ void ReplayEngine::start_task(RankState& r, TaskId id) {
   const int s = static_cast<int>(t.stream);
   if (std::holds_alternative<Alloc>(t.op) || std::holds_alternative<Free>(t.op)) {
     memory_->apply(r.unit, r.rank, *r.info, t, std::holds_alternative<Alloc>(t.op), now_, r.stats);
-    finish_task(r, id, now_, now_);
+    // A host Alloc/Free with a time is recorded with the kernel that runs it (ProgramInfo::memory_ops_of).
+    finish_task(r, id, now_, now_, r.info->memory_charged.empty() || !r.info->memory_charged[id]);
     return;
   }
   r.busy |= 1u << s;
@@ -275,7 +276,14 @@ void ReplayEngine::compute_done(const Timer& t) {
     double start = ready;
     if (first.stream == Stream::kCompute) start = std::max(ready, host += r.info->dispatch_s[id]);
     const double end = (k + 1 == r.cursor[s]) ? now_ : start + r.info->cost_s[id];
-    finish_task(r, id, start, end);
+    if (r.info->memory_ops_of.empty()) {
+      finish_task(r, id, start, end);
+    } else {
+      for (const TimedTask& x : split_memory_time(*r.info, id, start, end))
+        if (x.task == id) finish_task(r, id, x.start_s, x.end_s);
+        else if (options_.record_tasks) result_.tasks.push_back({r.rank, x.task, r.info->program.tasks[x.task].stream, x.start_s, x.end_s});
+      r.stats.end_s = std::max(r.stats.end_s, end);
+    }
     ready = end;
   }
   pump(int(t.target));

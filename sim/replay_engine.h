@@ -77,7 +77,7 @@ class ReplayEngine {
   void pump(int unit);
   bool deps_done(const RankState& r, const Task& t) const;
   void start_task(RankState& r, TaskId id);
-  void finish_task(RankState& r, TaskId id, double start_s, double end_s);
+  void finish_task(RankState& r, TaskId id, double start_s, double end_s, bool record = true);
   void launch(uint32_t op);
   Component component_of(const NetOp& o);  // NVLink or NIC (group on one node or not), p2p, PCIe
   void on_timer(const Timer& t);
