@@ -62,6 +62,10 @@ void ReplayEngine::prepare() {
   tasks_left_ = tasks_total_;
   matcher_.emplace(schedule_, *layout_, ops_);
   flows_.emplace(schedule_, options_, platform_, fabric_, tuner_, *layout_, ops_, timers_, result_);
+  if (options_.calibration && schedule_.scenario().cluster.preset == "host") {  // sim/host_collective_progress.h
+    polled_.emplace(timers_, ops_, [this](int unit) { return ranks_[unit].computing > 0; });
+    flows_->set_polled(&*polled_);
+  }
 }
 
 void ReplayEngine::cancel_flows() {
@@ -210,7 +214,7 @@ void ReplayEngine::start_task(RankState& r, TaskId id) {
     const double total = end - now_;
     r.account(now_);
     if (t.stream == Stream::kCompute) {
-      ++r.computing;
+      if (++r.computing == 1 && polled_) polled_->compute_started(r.unit, now_);
     } else {
       ++r.offloading;
       ++r.active[static_cast<int>(r.info->component[id])];
@@ -253,6 +257,7 @@ Component ReplayEngine::component_of(const NetOp& o) {
 void ReplayEngine::on_timer(const Timer& t) {
   if (t.kind == Timer::kComputeDone) return compute_done(t);
   if (t.kind == Timer::kNetFlowsDone) return flows_->alone_flows_done(t.target, t.first_task, now_);
+  if (t.kind == Timer::kPolledOpDone) return polled_->done(t.target, t.first_task) ? complete_op(t.target) : void();
   if (t.kind == Timer::kNetOpDone || flows_->next_phase(t.target, now_)) complete_op(t.target);
 }
 
@@ -262,7 +267,7 @@ void ReplayEngine::compute_done(const Timer& t) {
   const int s = static_cast<int>(first.stream);
   r.account(now_);
   if (first.stream == Stream::kCompute) {
-    --r.computing;
+    if (--r.computing == 0 && polled_) polled_->compute_stopped(int(t.target), now_);
   } else {
     --r.offloading;
     --r.active[static_cast<int>(r.info->component[t.first_task])];

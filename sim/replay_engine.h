@@ -45,6 +45,7 @@
 #include "shared/error.h"
 #include "sim/flow_launcher.h"
 #include "sim/fold_planner.h"
+#include "sim/host_collective_progress.h"
 #include "sim/memory_ledger.h"
 #include "sim/nccl_tuner.h"
 #include "sim/net_op.h"
@@ -100,6 +101,7 @@ class ReplayEngine {
   NetOpPool ops_;
   std::optional<NetOpMatcher> matcher_;
   std::optional<FlowLauncher> flows_;
+  std::optional<HostCollectiveProgress> polled_;  // the host platform with a calibration
   TimerQueue timers_;
   std::vector<int8_t> group_crosses_nodes_;  // by group id: -1 not yet known
   double now_ = 0;
