@@ -34,6 +34,8 @@
 //   FlowLauncher (flow_launcher.h)    network ops as SimGrid flows: plans, phases, latency, lanes
 //   MemoryLedger (memory_ledger.h)    Alloc/Free accounting, peaks, memory samples, OOM report
 //   TimerQueue (timer_queue.h)        the replay's own events (compute ends, phase latencies)
+//   HostCollectiveProgress            host platform: a calibrated collective stands still while
+//     (host_collective_progress.h)      its ranks compute (one thread polls MPI between tasks)
 //   deadlock_report (deadlock_report.h), ReplayProgress (replay_progress.h)
 #pragma once
 
