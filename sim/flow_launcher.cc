@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "shared/error.h"
+#include "sim/host_collective_progress.h"
 
 namespace tandem::sim {
 namespace sg = simgrid::s4u;
@@ -64,6 +65,7 @@ void FlowLauncher::launch(uint32_t op, double now) {
           c.op, schedule_.group(o.group).kind, int(members.size()), c.bytes);
       if (measured >= 0) {
         ++result_.calibrated_collectives;
+        if (polled_) return polled_->start(op, measured, now);
         return timers_.net_op_done(now + measured, op);
       }
     }

@@ -28,6 +28,8 @@
 
 namespace tandem::sim {
 
+class HostCollectiveProgress;
+
 class FlowLauncher {
  public:
   FlowLauncher(const Schedule& schedule, const SimOptions& options, const Platform& platform,
@@ -43,6 +45,9 @@ class FlowLauncher {
   // Timer::kNetFlowsDone: the flows of a phase costed alone ended (ignored when stale).
   void alone_flows_done(uint32_t op, uint32_t generation, double now);
 
+  // The host platform: calibrated collectives progress only while their ranks poll (null: never).
+  void set_polled(HostCollectiveProgress* polled) { polled_ = polled; }
+
   std::vector<simgrid::s4u::CommPtr>& flows() { return active_; }
   void cancel_all();
   // SimGrid has advanced its clock: note every flow in flight that has ended (its activity has a
@@ -56,6 +61,7 @@ class FlowLauncher {
   struct Links {  // a flow's two links (ids: FlowLauncher::links_of)
     uint32_t up, down;
   };
+  HostCollectiveProgress* polled_ = nullptr;  // sim/host_collective_progress.h
   void start_phase(uint32_t op, double now);
   void phase_flows_done(uint32_t op, double now);
   void add_flow(simgrid::s4u::CommPtr c, uint32_t op, uint32_t slot, Links links);

@@ -4,9 +4,12 @@
 // least-squares fit over the measured sizes weighted by their samples (sim/host_compute_model.h,
 // fit_host_kernels with no flops): a the call, c the inverse of the bandwidth at which the fill
 // writes (first-touch page faults included). A rank of the host driver runs its Allocs and Frees on
-// the one thread that runs its kernels, so the simulator adds their time to the rank's next kernel
-// (sim/program_info.cc); a persistent buffer (never freed in the program) is allocated in the
-// first step only and costs nothing in a steady-state step.
+// the one thread that runs its kernels, so the simulator runs their time on the compute stream
+// right before the rank's next kernel (after the last kernel, for the Frees that follow it), and
+// records it on the Alloc/Free task itself, so that `tandem compare` attributes it to alloc/free
+// and not to the kernel (sim/program_info.h, ProgramInfo::memory_ops_of); a persistent buffer
+// (never freed in the program) is allocated in the first step only and costs nothing in a
+// steady-state step.
 #pragma once
 
 #include <cstdint>

@@ -29,8 +29,9 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
     return b;
   };
   // A host calibration (sim/host_memory_model.h): the time of the Allocs and Frees of buffers the
-  // program frees (persistent ones are allocated in the first step only) goes to the next
-  // compute-stream kernel, as the host driver runs them on the thread that runs its kernels.
+  // program frees (persistent ones are allocated in the first step only) is the task's own cost_s
+  // and is charged to the next compute-stream kernel, as the host driver runs them on the thread
+  // that runs its kernels (ProgramInfo::memory_ops_of).
   const HostMemoryModel* host_memory = costs.host_memory();
   if (host_memory && host_memory->empty()) host_memory = nullptr;
   std::vector<uint8_t> freed;
@@ -41,6 +42,7 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
         if (auto it = info->buffer_index.find(f->buffer); it != info->buffer_index.end()) freed[it->second] = 1;
   }
   double memory_pending_s = 0;
+  std::vector<TaskId> memory_pending;
   size_t last_kernel = n;
   for (size_t i = 0; i < n; ++i) {
     const Task& t = program.tasks[i];
@@ -56,7 +58,10 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
     }
     if (const auto* c = std::get_if<Compute>(&t.op)) {
       info->cost_s[i] = costs.time_s(*c, t.stream == Stream::kHost);
-      if (t.stream == Stream::kCompute) info->cost_s[i] += memory_pending_s, memory_pending_s = 0, last_kernel = i;
+      if (t.stream == Stream::kCompute) {
+        info->cost_s[i] += memory_pending_s, memory_pending_s = 0, last_kernel = i;
+        if (!memory_pending.empty()) info->memory_ops_of[t.id] = std::move(memory_pending), memory_pending.clear();
+      }
       if (t.stream == Stream::kCompute) info->dispatch_s[i] = costs.host_dispatch_s(*c);
       if (c->kernel == Kernel::kLayerNorm || c->kernel == Kernel::kRmsNorm) {
         if (!c->outputs.empty()) norm_out.insert(root(c->outputs[0]));
@@ -96,12 +101,22 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
     if (it == info->buffer_index.end())
       throw Error("schedule: " + rank_task(program.rank, t.id) + " names buffer " + std::to_string(b) + " that rank does not have");
     info->task_buffer[i] = it->second;
-    if (host_memory && freed[it->second] && !program.buffers[it->second].is_view())
-      memory_pending_s += host_memory->time_s(std::holds_alternative<Alloc>(t.op), program.buffers[it->second].bytes);
+    if (host_memory && freed[it->second] && !program.buffers[it->second].is_view()) {
+      info->cost_s[i] = host_memory->time_s(std::holds_alternative<Alloc>(t.op), program.buffers[it->second].bytes);
+      memory_pending_s += info->cost_s[i];
+      memory_pending.push_back(t.id);
+    }
   }
   if (last_kernel < n) {  // the Frees after the last kernel
     info->cost_s[last_kernel] += memory_pending_s;
     info->compute_component_s[static_cast<int>(info->component[last_kernel])] += memory_pending_s;
+    auto& ops = info->memory_ops_of[TaskId(last_kernel)];
+    ops.insert(ops.end(), memory_pending.begin(), memory_pending.end());
+  }
+  if (!info->memory_ops_of.empty()) {
+    info->memory_charged.assign(n, 0);
+    for (const auto& entry : info->memory_ops_of)
+      for (TaskId m : entry.second) info->memory_charged[m] = 1;
   }
   // Fusion: task u follows t on a stream, both compute-like, nothing on another stream waits on t,
   // and every dependency of u is t, an earlier task of the stream, or a dependency of t (so u is
@@ -129,6 +144,22 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
   }
   info->program = std::move(program);
   return info;
+}
+
+std::vector<TimedTask> split_memory_time(const ProgramInfo& info, TaskId kernel, double start_s, double end_s) {
+  std::vector<TimedTask> out;
+  const auto it = info.memory_ops_of.find(kernel);
+  if (it == info.memory_ops_of.end()) return {{kernel, start_s, end_s}};
+  double before = 0, after = 0;
+  for (TaskId m : it->second) (m < kernel ? before : after) += info.cost_s[m];
+  double t = start_s;
+  for (TaskId m : it->second)
+    if (m < kernel) out.push_back({m, t, t + info.cost_s[m]}), t += info.cost_s[m];
+  out.push_back({kernel, start_s + before, end_s - after});
+  t = end_s - after;
+  for (TaskId m : it->second)
+    if (m > kernel) out.push_back({m, t, t + info.cost_s[m]}), t += info.cost_s[m];
+  return out;
 }
 
 }  // namespace tandem::sim

@@ -33,7 +33,22 @@ struct ProgramInfo {
   std::vector<uint32_t> task_buffer;  // Alloc/Free: index of the buffer in `program.buffers`
   std::vector<int64_t> device_bytes;  // by buffer index: bytes of an accounted device buffer, else 0
   double model_flops = 0, hardware_flops = 0;
+  // A host calibration's Allocs and Frees (sim/host_memory_model.h): their own time is their
+  // cost_s; the replay runs it on the compute stream with the kernel it is charged to (that kernel's
+  // cost_s includes it), before the kernel, or after it for the Frees that follow the last kernel.
+  // By kernel: its Alloc/Free tasks in program order. Empty without a host memory model.
+  std::unordered_map<TaskId, std::vector<TaskId>> memory_ops_of;
+  std::vector<uint8_t> memory_charged;  // by task: 1 for an Alloc/Free in memory_ops_of (empty: none)
 };
+
+// The recorded times of a kernel with Allocs/Frees charged to it (ProgramInfo::memory_ops_of):
+// [start, end] is the kernel's span with its memory time; the kernel keeps its own part, and each
+// Alloc/Free takes its cost_s right before (or, after the kernel, right after) it, in program order.
+struct TimedTask {
+  TaskId task;
+  double start_s, end_s;
+};
+std::vector<TimedTask> split_memory_time(const ProgramInfo& info, TaskId kernel, double start_s, double end_s);
 
 // Throws Error (bad input) when the program is malformed: an id that is not its index, no valid
 // stream, a dependency on a later task, an Alloc/Free of a buffer the program does not have.

@@ -62,6 +62,10 @@ void ReplayEngine::prepare() {
   tasks_left_ = tasks_total_;
   matcher_.emplace(schedule_, *layout_, ops_);
   flows_.emplace(schedule_, options_, platform_, fabric_, tuner_, *layout_, ops_, timers_, result_);
+  if (options_.calibration && schedule_.scenario().cluster.preset == "host") {  // sim/host_collective_progress.h
+    polled_.emplace(timers_, ops_, [this](int unit) { return ranks_[unit].computing > 0; });
+    flows_->set_polled(&*polled_);
+  }
 }
 
 void ReplayEngine::cancel_flows() {
@@ -166,12 +170,12 @@ void ReplayEngine::pump(int unit) {
   }
 }
 
-void ReplayEngine::finish_task(RankState& r, TaskId id, double start_s, double end_s) {
+void ReplayEngine::finish_task(RankState& r, TaskId id, double start_s, double end_s, bool record) {
   r.mark_done(id);
   --r.remaining;
   --tasks_left_;
   r.stats.end_s = std::max(r.stats.end_s, end_s);
-  if (options_.record_tasks)  // once per unit, under lane 0's rank (SimResult::tasks)
+  if (options_.record_tasks && record)  // once per unit, under lane 0's rank (SimResult::tasks)
     result_.tasks.push_back({r.rank, id, r.info->program.tasks[id].stream, start_s, end_s});
 }
 
@@ -180,7 +184,8 @@ void ReplayEngine::start_task(RankState& r, TaskId id) {
   const int s = static_cast<int>(t.stream);
   if (std::holds_alternative<Alloc>(t.op) || std::holds_alternative<Free>(t.op)) {
     memory_->apply(r.unit, r.rank, *r.info, t, std::holds_alternative<Alloc>(t.op), now_, r.stats);
-    finish_task(r, id, now_, now_);
+    // A host Alloc/Free with a time is recorded with the kernel that runs it (ProgramInfo::memory_ops_of).
+    finish_task(r, id, now_, now_, r.info->memory_charged.empty() || !r.info->memory_charged[id]);
     return;
   }
   r.busy |= 1u << s;
@@ -209,7 +214,7 @@ void ReplayEngine::start_task(RankState& r, TaskId id) {
     const double total = end - now_;
     r.account(now_);
     if (t.stream == Stream::kCompute) {
-      ++r.computing;
+      if (++r.computing == 1 && polled_) polled_->compute_started(r.unit, now_);
     } else {
       ++r.offloading;
       ++r.active[static_cast<int>(r.info->component[id])];
@@ -252,6 +257,7 @@ Component ReplayEngine::component_of(const NetOp& o) {
 void ReplayEngine::on_timer(const Timer& t) {
   if (t.kind == Timer::kComputeDone) return compute_done(t);
   if (t.kind == Timer::kNetFlowsDone) return flows_->alone_flows_done(t.target, t.first_task, now_);
+  if (t.kind == Timer::kPolledOpDone) return polled_->done(t.target, t.first_task) ? complete_op(t.target) : void();
   if (t.kind == Timer::kNetOpDone || flows_->next_phase(t.target, now_)) complete_op(t.target);
 }
 
@@ -261,7 +267,7 @@ void ReplayEngine::compute_done(const Timer& t) {
   const int s = static_cast<int>(first.stream);
   r.account(now_);
   if (first.stream == Stream::kCompute) {
-    --r.computing;
+    if (--r.computing == 0 && polled_) polled_->compute_stopped(int(t.target), now_);
   } else {
     --r.offloading;
     --r.active[static_cast<int>(r.info->component[t.first_task])];
@@ -275,7 +281,14 @@ void ReplayEngine::compute_done(const Timer& t) {
     double start = ready;
     if (first.stream == Stream::kCompute) start = std::max(ready, host += r.info->dispatch_s[id]);
     const double end = (k + 1 == r.cursor[s]) ? now_ : start + r.info->cost_s[id];
-    finish_task(r, id, start, end);
+    if (r.info->memory_ops_of.empty()) {
+      finish_task(r, id, start, end);
+    } else {
+      for (const TimedTask& x : split_memory_time(*r.info, id, start, end))
+        if (x.task == id) finish_task(r, id, x.start_s, x.end_s);
+        else if (options_.record_tasks) result_.tasks.push_back({r.rank, x.task, r.info->program.tasks[x.task].stream, x.start_s, x.end_s});
+      r.stats.end_s = std::max(r.stats.end_s, end);
+    }
     ready = end;
   }
   pump(int(t.target));

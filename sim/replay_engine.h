@@ -34,6 +34,8 @@
 //   FlowLauncher (flow_launcher.h)    network ops as SimGrid flows: plans, phases, latency, lanes
 //   MemoryLedger (memory_ledger.h)    Alloc/Free accounting, peaks, memory samples, OOM report
 //   TimerQueue (timer_queue.h)        the replay's own events (compute ends, phase latencies)
+//   HostCollectiveProgress            host platform: a calibrated collective stands still while
+//     (host_collective_progress.h)      its ranks compute (one thread polls MPI between tasks)
 //   deadlock_report (deadlock_report.h), ReplayProgress (replay_progress.h)
 #pragma once
 
@@ -45,6 +47,7 @@
 #include "shared/error.h"
 #include "sim/flow_launcher.h"
 #include "sim/fold_planner.h"
+#include "sim/host_collective_progress.h"
 #include "sim/memory_ledger.h"
 #include "sim/nccl_tuner.h"
 #include "sim/net_op.h"
@@ -77,7 +80,7 @@ class ReplayEngine {
   void pump(int unit);
   bool deps_done(const RankState& r, const Task& t) const;
   void start_task(RankState& r, TaskId id);
-  void finish_task(RankState& r, TaskId id, double start_s, double end_s);
+  void finish_task(RankState& r, TaskId id, double start_s, double end_s, bool record = true);
   void launch(uint32_t op);
   Component component_of(const NetOp& o);  // NVLink or NIC (group on one node or not), p2p, PCIe
   void on_timer(const Timer& t);
@@ -100,6 +103,7 @@ class ReplayEngine {
   NetOpPool ops_;
   std::optional<NetOpMatcher> matcher_;
   std::optional<FlowLauncher> flows_;
+  std::optional<HostCollectiveProgress> polled_;  // the host platform with a calibration
   TimerQueue timers_;
   std::vector<int8_t> group_crosses_nodes_;  // by group id: -1 not yet known
   double now_ = 0;

@@ -20,6 +20,7 @@ struct Timer {
     kNetPhaseDone,  // a network op's phase ended, latency included: start its next phase or complete it
     kNetOpDone,     // a network op is over (closed form, calibrated, or nothing to move)
     kNetFlowsDone,  // the flows of a phase costed alone end (first_task: the op's generation)
+    kPolledOpDone,  // a host collective's polled work ends (sim/host_collective_progress.h; first_task: generation)
   };
   double t = 0;
   uint64_t seq = 0;  // insertion order: breaks ties
@@ -38,6 +39,7 @@ class TimerQueue {
   void net_phase_done(double t, uint32_t op) { push(t, Timer::kNetPhaseDone, op, 0, 0); }
   void net_op_done(double t, uint32_t op) { push(t, Timer::kNetOpDone, op, 0, 0); }
   void net_flows_done(double t, uint32_t op, uint32_t generation) { push(t, Timer::kNetFlowsDone, op, generation, 0); }
+  void polled_op_done(double t, uint32_t op, uint32_t generation) { push(t, Timer::kPolledOpDone, op, generation, 0); }
 
   bool empty() const { return heap_.empty(); }
   const Timer& top() const { return heap_.top(); }

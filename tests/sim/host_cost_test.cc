@@ -14,6 +14,8 @@
 #include "sim/host_collective_model.h"
 #include "sim/host_memory_model.h"
 #include "sim/program_info.h"
+#include "sim/simulation.h"
+#include "sim_test_util.h"
 #include "traces/calibration/calibration_profile.h"
 
 namespace tandem::sim {
@@ -101,11 +103,9 @@ Compute gemm(int64_t m, int64_t n, int64_t k) {
   return Compute{Kernel::kGemm, DType::kFp32, Phase::kForward, 0, -1, -1, {m, n, k, 0, 0, 0}, {}, {}};
 }
 
-TEST(HostMemoryModel, AllocsAndFreesGoToTheNextKernel) {
-  // A host profile: the GEMM 8x8x8 measured at 10 us, a time between kernels of 1 us, Allocs
-  // 1 us + 1 ns/B, Frees 0.5 us. The program: Alloc a (1000 B, freed), Alloc p (persistent: never
-  // freed), GEMM, Free a, GEMM. The first GEMM costs 10 + 1 + (1 + 1) = 13 us (a's Alloc; p's
-  // costs nothing in a steady-state step), the second 10 + 1 + 0.5 = 11.5 us (a's Free).
+// A host profile: the GEMM 8x8x8 measured at 10 us, a time between kernels of 1 us, Allocs
+// 1 us + 1 ns/B (2 us at 1000 B, 4 us at 3000 B), Frees 0.5 us.
+CalibrationTable memory_profile_table() {
   proto::CalibrationProfile p;
   p.set_format(kCalibrationFormat);
   p.set_backend("host");
@@ -122,8 +122,17 @@ TEST(HostMemoryModel, AllocsAndFreesGoToTheNextKernel) {
   memory_op(p, false, 1000, 0.5e-6, 1);
   const std::string path = "/tmp/tandem-host-cost-test-" + std::to_string(getpid()) + ".pb";
   write_calibration(p, path);
-  const CalibrationTable table = CalibrationTable::load(path);
+  CalibrationTable table = CalibrationTable::load(path);
   std::remove(path.c_str());
+  return table;
+}
+
+TEST(HostMemoryModel, AllocsAndFreesGoToTheNextKernel) {
+  // A host profile: the GEMM 8x8x8 measured at 10 us, a time between kernels of 1 us, Allocs
+  // 1 us + 1 ns/B, Frees 0.5 us. The program: Alloc a (1000 B, freed), Alloc p (persistent: never
+  // freed), GEMM, Free a, GEMM. The first GEMM costs 10 + 1 + (1 + 1) = 13 us (a's Alloc; p's
+  // costs nothing in a steady-state step), the second 10 + 1 + 0.5 = 11.5 us (a's Free).
+  const CalibrationTable table = memory_profile_table();
   ClusterSpec cluster;
   cluster.preset = "host";
   const ComputeCostModel costs(cluster, KernelEfficiency{}, false, &table);
@@ -152,6 +161,53 @@ TEST(HostMemoryModel, AllocsAndFreesGoToTheNextKernel) {
   const auto info = analyse_program(prog, costs);
   EXPECT_NEAR(info->cost_s[2], 13e-6, 1e-12);
   EXPECT_NEAR(info->cost_s[4], 11.5e-6, 1e-12);
+}
+
+TEST(HostMemoryModel, TheReplayRecordsTheirTimeOnTheAllocAndFreeTasks) {
+  // The profile above; one rank of the host cluster runs: Alloc a (1000 B, freed), Alloc p
+  // (persistent), GEMM 1, Free a, Alloc b (3000 B, freed), GEMM 2, Free b, all on the compute
+  // stream. GEMM 1 runs a's Alloc first: [0, 2] Alloc a, [2, 13] GEMM 1 (10 + 1 us). GEMM 2 runs
+  // a's Free and b's Alloc first, and b's Free (after the last kernel) after it: [13, 13.5] Free a,
+  // [13.5, 17.5] Alloc b, [17.5, 28.5] GEMM 2, [28.5, 29] Free b. Alloc p takes no time ([0, 0]).
+  // By kind: alloc 2 + 4 = 6 us, free 0.5 + 0.5 = 1 us, gemm 11 + 11 = 22 us; the iteration 29 us
+  // (the same total as when the memory time was recorded on the kernels: 13 + 16).
+  auto table = std::make_shared<const CalibrationTable>(memory_profile_table());
+  ClusterSpec cluster = testing::test_cluster(1);
+  cluster.preset = "host";
+  const Schedule schedule(testing::test_scenario(cluster), 1, {},
+                          std::make_unique<testing::LambdaGenerator>([](int rank) {
+                            testing::ProgramWriter w(rank);
+                            const BufferId a = w.buffer("a", 1000), p = w.buffer("p", 1 << 20), b = w.buffer("b", 3000);
+                            w.alloc(a);
+                            w.alloc(p);
+                            w.add(Stream::kCompute, gemm(8, 8, 8));
+                            w.free(a);
+                            w.alloc(b);
+                            w.add(Stream::kCompute, gemm(8, 8, 8));
+                            w.free(b);
+                            return w.p;
+                          }));
+  for (bool fuse : {false, true}) {
+    SimOptions o = testing::ideal_options();
+    o.calibration = table;
+    o.record_tasks = true;
+    o.fuse_compute = fuse;
+    const SimResult r = simulate(schedule, o);
+    EXPECT_NEAR(r.iteration_time_s, 29e-6, 1e-12) << "fuse " << fuse;
+    const double want[7][2] = {{0, 2}, {0, 0}, {2, 13}, {13, 13.5}, {13.5, 17.5}, {17.5, 28.5}, {28.5, 29}};
+    ASSERT_EQ(r.tasks.size(), 7u);
+    double alloc = 0, free = 0, kernel = 0;
+    for (const TaskTiming& t : r.tasks) {
+      ASSERT_LT(t.task, 7u);
+      EXPECT_NEAR(t.start_s, want[t.task][0] * 1e-6, 1e-12) << "task " << t.task << " fuse " << fuse;
+      EXPECT_NEAR(t.end_s, want[t.task][1] * 1e-6, 1e-12) << "task " << t.task << " fuse " << fuse;
+      const double d = t.end_s - t.start_s;
+      (t.task == 0 || t.task == 1 || t.task == 4 ? alloc : t.task == 3 || t.task == 6 ? free : kernel) += d;
+    }
+    EXPECT_NEAR(alloc, 6e-6, 1e-12);
+    EXPECT_NEAR(free, 1e-6, 1e-12);
+    EXPECT_NEAR(kernel, 22e-6, 1e-12);
+  }
 }
 
 }  // namespace

@@ -179,6 +179,34 @@ TEST(Calibration, TimeBetweenKernelsLeavesOutAllocsAndFrees) {
   EXPECT_NEAR(p.task_overhead_s(), 0.4 * ms, 1e-12);
 }
 
+// A host collective is timed less its member's own kernels and Allocs/Frees inside it (its one
+// thread polls MPI only between tasks; sim/host_collective_progress.h). Rank 0: Alloc [0.5, 1.5]
+// ms, all-reduce [1, 5], gemm [2, 3]: 4 - 0.5 (the Alloc's part after 1 ms) - 1 = 2.5 ms. Rank 1:
+// all-reduce [1, 6], gemm [2, 4]: 5 - 2 = 3 ms. The instance: 2.5 ms, the wait 2.75 - 2.5 = 0.25
+// ms. The same trace from a GPU backend (kernels do not hold a collective): 4 ms, wait 0.5 ms.
+TEST(Calibration, HostCollectivesLeaveOutTheirRanksOwnWork) {
+  const Schedule s = testing::sample_schedule();
+  const double ms = 1e-3;
+  for (const std::string backend : {"host", "cuda"}) {
+    TraceBuilder b(s, backend, "test");
+    for (int rank = 0; rank < 2; ++rank) {
+      b.begin_rank(s.program(rank));
+      b.task(rank, 0, rank == 0 ? 0.5 * ms : 0, rank == 0 ? 1.5 * ms : 0.1 * ms);
+      b.task(rank, 2, 1 * ms, (rank == 0 ? 5 : 6) * ms);
+      b.task(rank, 1, 2 * ms, (rank == 0 ? 3 : 4) * ms);
+      for (TaskId t : {3, 4, 5}) b.task(rank, t, 7 * ms, 8 * ms);
+      b.task(rank, 6, 8 * ms, 9 * ms);
+      b.task(rank, 7, 9 * ms, 10 * ms);
+      b.task(rank, 8, 10 * ms, 11 * ms);
+    }
+    const proto::CalibrationProfile p = make_calibration(s, b.finish());
+    ASSERT_EQ(p.collectives_size(), 1);
+    const bool host = backend == "host";
+    EXPECT_NEAR(p.collectives(0).mean_s(), (host ? 2.5 : 4) * ms, 1e-12) << backend;
+    EXPECT_NEAR(p.collectives(0).mean_wait_s(), (host ? 0.25 : 0.5) * ms, 1e-12) << backend;
+  }
+}
+
 // The collective probe's plan (traces/calibration/collective_probe_table.h): group sizes 2, 4, ...
 // below the world and the world; sizes 8 B..4 MiB in powers of two, whole fp32 elements per member.
 TEST(CollectiveProbe, PlanAndFile) {

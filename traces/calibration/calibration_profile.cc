@@ -4,6 +4,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
@@ -66,7 +67,10 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
   std::map<KernelKey, std::vector<double>> kernels;
   std::map<KernelKey, std::string> kernel_labels;
   // Collectives by instance: (group, n-th collective of the group on a rank) -> the members'
-  // durations; an instance's time is the shortest (the last arrival's).
+  // durations; an instance's time is the shortest (the last arrival's). On the host backend a
+  // member's duration is counted less its own kernels' and Allocs'/Frees' time inside it: its one
+  // thread polls MPI only between tasks, so the collective progresses only then, and the simulator
+  // pauses a host collective while its ranks compute (sim/host_collective_progress.h).
   std::map<std::pair<GroupId, int>, std::vector<double>> instances;
   std::map<std::pair<GroupId, int>, CollectiveKey> instance_keys;
   std::map<CollectiveKey, std::string> collective_labels;
@@ -74,6 +78,7 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
   std::map<std::pair<bool, int64_t>, std::vector<double>> memory_ops;
   double overhead_sum = 0;
   uint32_t overhead_n = 0;
+  const bool polled = trace.backend() == "host";
   for (const proto::Rank& r : trace.ranks()) {
     if (r.rank() < 0 || r.rank() >= s.world_size())
       throw Error("calibrate: " + trace_name + " has rank " + std::to_string(r.rank()) + ", the schedule " +
@@ -91,6 +96,10 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
       if (const Free* f = std::get_if<Free>(&t.op)) freed.insert(f->buffer);
     // The rank's Allocs and Frees as (start, end), to take them out of the time between kernels.
     std::vector<std::pair<double, double>> memory_spans;
+    // Host backend: the rank's kernels, Allocs and Frees as (start, end), and its collectives as
+    // (instance, start, end), to take the first out of the second.
+    std::vector<std::pair<double, double>> busy_spans;
+    std::vector<std::tuple<std::pair<GroupId, int>, double, double>> polled_collectives;
     for (int i = 0; i < e.task_id_size(); ++i) {
       const TaskId id = e.task_id(i);
       if (id >= p.tasks.size())
@@ -104,29 +113,37 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
         KernelKey k{int(c->kernel), int(c->dtype), c->shape_dims()};
         kernels[k].push_back(d);
         if (!kernel_labels.count(k)) kernel_labels[k] = task_label(s, p, t);
+        if (polled) busy_spans.push_back({e.start_s(i), e.end_s(i)});
       } else if (const Collective* c = std::get_if<Collective>(&t.op)) {
         const ProcessGroup& g = s.group(c->group);
         CollectiveKey k{int(c->op), int(g.kind), int(g.ranks.size()), c->bytes};
         const std::pair<GroupId, int> inst{c->group, nth[c->group]++};
-        instances[inst].push_back(d);
+        if (polled) polled_collectives.emplace_back(inst, e.start_s(i), e.end_s(i));
+        else instances[inst].push_back(d);
         instance_keys.emplace(inst, k);
         if (!collective_labels.count(k)) collective_labels[k] = task_label(s, p, t);
       } else if (std::holds_alternative<Alloc>(t.op) || std::holds_alternative<Free>(t.op)) {
         const Alloc* a = std::get_if<Alloc>(&t.op);
         const BufferId b = a ? a->buffer : std::get<Free>(t.op).buffer;
         memory_spans.push_back({e.start_s(i), e.end_s(i)});
+        if (polled) busy_spans.push_back({e.start_s(i), e.end_s(i)});
         if (freed.count(b) && bytes_of.count(b)) memory_ops[{a != nullptr, bytes_of[b]}].push_back(d);
       }
     }
     std::sort(memory_spans.begin(), memory_spans.end());
-    // The Allocs' and Frees' time within [from, to].
-    auto memory_time = [&](double from, double to) {
-      const auto lo = std::lower_bound(memory_spans.begin(), memory_spans.end(), std::make_pair(from, -HUGE_VAL));
+    std::sort(busy_spans.begin(), busy_spans.end());
+    // The time of `spans` (sorted, disjoint: one thread runs them) within [from, to].
+    auto time_within = [](const std::vector<std::pair<double, double>>& spans, double from, double to) {
+      auto lo = std::lower_bound(spans.begin(), spans.end(), std::make_pair(from, -HUGE_VAL));
+      if (lo != spans.begin() && std::prev(lo)->second > from) --lo;  // one that began before `from`
       double sum = 0;
-      for (auto it = lo; it != memory_spans.end() && it->first < to; ++it)
-        sum += std::max(0.0, std::min(it->second, to) - it->first);
+      for (auto it = lo; it != spans.end() && it->first < to; ++it)
+        sum += std::max(0.0, std::min(it->second, to) - std::max(it->first, from));
       return sum;
     };
+    auto memory_time = [&](double from, double to) { return time_within(memory_spans, from, to); };
+    for (const auto& [inst, from, to] : polled_collectives)
+      instances[inst].push_back(std::max(0.0, to - from - time_within(busy_spans, from, to)));
     // Time between kernels of a stream: from when a kernel could start (its stream's previous
     // kernel and its deps finished) to its start, less the Allocs and Frees that ran in between.
     std::vector<TaskId> previous(kStreamCount, kNoId);

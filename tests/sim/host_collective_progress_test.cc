@@ -1,0 +1,129 @@
+// A host collective progresses only while its ranks do not compute (sim/host_collective_progress.h,
+// issue 13): hand-built two-rank programs on the host cluster with a calibration profile whose
+// times are round numbers; every expected time is derived in the comments. Each case is also run
+// on a GPU cluster preset with the same profile, where a collective runs beside kernels.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "sim/compute_cost_model.h"
+#include "sim/simulation.h"
+#include "sim_test_util.h"
+#include "traces/calibration/calibration_profile.h"
+
+namespace tandem::sim::testing {
+namespace {
+
+// A host profile: the GEMM 8x8x8 at 10 us, 1 us between kernels (so 11 us a GEMM); the all-reduce
+// of 2 ranks (data-parallel group) of 4096 B at 30 us and of 64 B at 5 us, no wait.
+std::shared_ptr<const CalibrationTable> profile() {
+  proto::CalibrationProfile p;
+  p.set_format(kCalibrationFormat);
+  p.set_backend("host");
+  p.set_task_overhead_s(1e-6);
+  proto::KernelTime* k = p.add_kernels();
+  k->set_kernel(uint32_t(Kernel::kGemm));
+  k->set_dtype(uint32_t(DType::kBf16));
+  Compute g;
+  g.kernel = Kernel::kGemm;
+  g.dtype = DType::kBf16;
+  g.dims = {8, 8, 8, 0, 0, 0};
+  for (int64_t d : g.shape_dims()) k->add_dims(d);
+  k->set_mean_s(10e-6);
+  k->set_median_s(10e-6);
+  k->set_samples(1);
+  for (auto [bytes, s] : {std::pair<int64_t, double>{4096, 30e-6}, {64, 5e-6}}) {
+    proto::CollectiveTime* c = p.add_collectives();
+    c->set_op(uint32_t(CollectiveOp::kAllReduce));
+    c->set_group_kind(uint32_t(GroupKind::kDp));
+    c->set_group_size(2);
+    c->set_bytes(bytes);
+    c->set_mean_s(s);
+    c->set_median_s(s);
+    c->set_samples(1);
+  }
+  const std::string path = "/tmp/tandem-host-progress-test-" + std::to_string(getpid()) + ".pb";
+  write_calibration(p, path);
+  auto table = std::make_shared<const CalibrationTable>(CalibrationTable::load(path));
+  std::remove(path.c_str());
+  return table;
+}
+
+// Both ranks run `build`; on the host preset or a GPU test preset. Returns the iteration time and
+// the recorded end of task `watch` on rank 0.
+std::pair<double, double> run(bool host, std::function<void(ProgramWriter&)> build, TaskId watch) {
+  ClusterSpec c = test_cluster(2);
+  if (host) c.preset = "host";
+  const Schedule s = make_schedule(c, 2, {{0, 1}, {0, 1}}, [build](int rank) {
+    ProgramWriter w(rank);
+    build(w);
+    return w.p;
+  });
+  SimOptions o = ideal_options();
+  o.calibration = profile();
+  o.record_tasks = true;
+  o.fold_tensor_parallel = o.fold_data_parallel = false;
+  const SimResult r = simulate(s, o);
+  double end = -1;
+  for (const TaskTiming& t : r.tasks)
+    if (t.rank == 0 && t.task == watch) end = t.end_s;
+  return {r.iteration_time_s, end};
+}
+
+TEST(HostCollectiveProgress, PausedFromItsStartWhileTheRanksCompute) {
+  // Task 0: the 30 us all-reduce (grad-comm stream, no deps); task 1: a GEMM (11 us) beside it;
+  // task 2: a GEMM that needs the all-reduce. Both ranks compute 0..11 us, so the all-reduce runs
+  // 11..41 and the last GEMM 41..52 us. On a GPU preset it runs 0..30 beside the GEMM: 30 + 11 = 41.
+  auto build = [](ProgramWriter& w) {
+    const TaskId ar = w.collective(CollectiveOp::kAllReduce, 0, 4096, {}, Stream::kGradComm);
+    w.gemm(8, 8, 8);
+    w.gemm(8, 8, 8, {ar});
+  };
+  auto [host, host_ar] = run(true, build, 0);
+  EXPECT_NEAR(host, 52e-6, 1e-12);
+  EXPECT_NEAR(host_ar, 41e-6, 1e-12);
+  auto [gpu, gpu_ar] = run(false, build, 0);
+  EXPECT_NEAR(gpu, 41e-6, 1e-12);
+  EXPECT_NEAR(gpu_ar, 30e-6, 1e-12);
+}
+
+TEST(HostCollectiveProgress, PausedMidWayByAKernelAndResumed) {
+  // Task 0: the 30 us all-reduce (comm stream) and task 1: the 5 us all-reduce (grad-comm stream,
+  // another group), both at 0 with nothing computing; task 2: a GEMM after the 5 us one, task 3: a
+  // GEMM after the 30 us one. The small one ends at 5 us; the GEMM runs 5..16 and holds the large
+  // one, which has 25 us left: it runs 16..41, and task 3 41..52 us. On a GPU preset the large
+  // one ends at 30, task 3 runs 30..41.
+  auto build = [](ProgramWriter& w) {
+    const TaskId large = w.collective(CollectiveOp::kAllReduce, 0, 4096, {}, Stream::kComm);
+    const TaskId small = w.collective(CollectiveOp::kAllReduce, 1, 64, {}, Stream::kGradComm);
+    w.gemm(8, 8, 8, {small});
+    w.gemm(8, 8, 8, {large});
+  };
+  auto [host, host_large] = run(true, build, 0);
+  EXPECT_NEAR(host, 52e-6, 1e-12);
+  EXPECT_NEAR(host_large, 41e-6, 1e-12);
+  auto [gpu, gpu_large] = run(false, build, 0);
+  EXPECT_NEAR(gpu, 41e-6, 1e-12);
+  EXPECT_NEAR(gpu_large, 30e-6, 1e-12);
+}
+
+TEST(HostCollectiveProgress, OneComputingRankHoldsTheCollectiveForBoth) {
+  // Rank 0 computes a GEMM (11 us) beside the 30 us all-reduce, rank 1 only posts it: the
+  // all-reduce needs both to poll, so it runs 11..41 on both ranks (on a GPU preset 0..30).
+  auto build = [](ProgramWriter& w) {
+    w.collective(CollectiveOp::kAllReduce, 0, 4096, {}, Stream::kGradComm);
+    if (w.p.rank == 0) w.gemm(8, 8, 8);
+  };
+  auto [host, host_ar] = run(true, build, 0);
+  EXPECT_NEAR(host, 41e-6, 1e-12);
+  EXPECT_NEAR(host_ar, 41e-6, 1e-12);
+  auto [gpu, gpu_ar] = run(false, build, 0);
+  EXPECT_NEAR(gpu, 30e-6, 1e-12);
+  EXPECT_NEAR(gpu_ar, 30e-6, 1e-12);
+}
+
+}  // namespace
+}  // namespace tandem::sim::testing
