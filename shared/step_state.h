@@ -37,7 +37,7 @@ struct StepDims {
   bool flash = false;
   // tp_mode 2d (shared/tp2d_groups.h): the grid side q (1 otherwise) and this rank's row and column.
   // n, batch are then the rank's batch block (micro_batch / q samples), hidden, heads, ffn the
-  // feature block (/ q); vocab the whole vocabulary (the head's loss is not split, shared/tp2d.h).
+  // feature block (/ q); vocab the whole vocabulary (the head splits it itself, shared/tp2d.h).
   int tp2d_q = 1, tp2d_i = 0, tp2d_j = 0;
   int tp2d_d = 1, tp2d_k = 0;  // tp_mode 2.5d: depth and depth layer (the batch is split d*q ways)
   // tp_mode 3d (shared/tp3d_groups.h): the cube side q (1 otherwise) and this rank's coordinates.

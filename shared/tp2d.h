@@ -13,14 +13,16 @@
 //    statistics all-reduced over the row group: 2 all-reduces of [b/q, s] forward, 1 of
 //    [b/q, s, 2] backward), the four linears as SUMMA, attention on the rank's heads (feature
 //    block j holds whole heads) for its batch block.
-//  - tp2d_embedding_head.cc: embedding, head and loss. Stated difference from Colossal-AI (whose
-//    Embedding2D and Classifier2D split the table h/q^2 and run the classifier as SUMMA with a
-//    vocabulary-parallel loss): the table is held in blocks [vocab/q, h/q] (vocabulary block i,
-//    feature block j), all-gathered over the column group into the [vocab, h/q] columns of
-//    feature block j before use; the head's partial logits [b/q * s, vocab] are all-reduced over
-//    the row group and the loss is computed unsplit on every rank of the row; the table gradient
-//    is reduce-scattered back over the column group. Same results, more logits memory (vocab
-//    instead of vocab/q per token).
+//  - tp2d_embedding_head.cc: embedding, head and loss. The table is held in blocks [vocab/q, h/q]
+//    (vocabulary block i, feature block j: VocabParallelClassifier2D's weight layout). The
+//    embedding all-gathers it over the column group into the [vocab, h/q] columns of feature
+//    block j (stated difference: Colossal-AI's VocabParallelEmbedding2D looks up every token in
+//    its block and reduce-scatters the output). The head, as Colossal-AI chooses it
+//    (grid_vocab_parallel): above 2048 tokens of vocabulary the vocabulary-parallel classifier
+//    (summa_head_*: logits [b/q * s, vocab/q] of vocabulary block j) and loss (max, sum of
+//    exponentials and target logit all-reduced over the row group); otherwise the table gathered
+//    as for the embedding, partial logits [b/q * s, vocab] all-reduced over the row group and the
+//    loss unsplit on every rank of the row.
 //  - Parameters that every rank of a column group holds alike (the norms' feature block) get
 //    their gradients all-reduced over the column group with the data-parallel reduction
 //    (tp2d_reduce_replicated_grads). Colossal-AI splits them h/q^2 and gathers them instead.

@@ -6,7 +6,12 @@
 //    look up the batch block's tokens locally (no reduction: each rank writes its own features);
 //    backward: the table gradient [vocab, h/q] of the batch block, reduce-scattered over the
 //    column group (the other batch blocks) into the rank's [vocab/q, h/q] block.
-//  - head: the final layer norm (statistics over the row group); partial logits
+//  - head, vocabulary-parallel (GridEndOps::vocab_parallel, vocabulary above 2048 as Colossal-AI
+//    chooses): the final layer norm; logits [n, vocab/q] of vocabulary block j by SUMMA
+//    (summa_head_forward, Colossal-AI's VocabParallelClassifier2D); the cross-entropy's three
+//    all-reduces over the row group (VocabParallelCrossEntropy2D / 2p5D); the loss summed as below.
+//    Backward: dlogits [n, vocab/q], dyf and the table block's gradient by SUMMA.
+//  - head, gathered (vocabulary up to 2048): the final layer norm (statistics over the row group); partial logits
 //    [n, vocab] = yf[i, j] table[:, j]^T, all-reduced over the row group; the cross-entropy on
 //    every rank of the row (no vocabulary split: the row holds the same logits); the micro-batch's
 //    loss all-reduced over the column group (and, under 2.5D, the depth group), so that every rank

@@ -4,7 +4,10 @@
 //  - embedding: all-gather the table over B, then A, into its feature block c [vocab, h/q]; look
 //    the batch block's tokens up locally. Backward: the table gradient [vocab, h/q] of the batch
 //    block, reduce-scattered over A, then B (the other batch blocks) into the rank's block.
-//  - head: the final layer norm (statistics over C); partial logits [n, vocab] = yf table_c^T,
+//  - head, vocabulary above 2048 (GridEndOps::vocab_parallel): the classifier as a 3D linear
+//    whose weight is the table (VocabParallelClassifier3D), logits [n, vocab/q] of batch block
+//    b*q + c, vocabulary block a; the loss's three all-reduces over A, the loss over C then B.
+//  - head, vocabulary up to 2048: the final layer norm (statistics over C); partial logits [n, vocab] = yf table_c^T,
 //    all-reduced over C; the cross-entropy on every rank (no vocabulary split); the micro-batch's
 //    loss all-reduced over A, then B, so that every rank holds the sum over the q^2 batch blocks.
 //    Backward: dyf = dlogits table_c locally, the table gradient as for the embedding.
