@@ -10,10 +10,17 @@ namespace tandem {
 // 2D tensor parallelism the rank's batch block i of them, under 2.5D block k*q + i, under 3D b*q + a).
 std::pair<BufferId, BufferId> load_batch(StepState& st, int mb) {
   const StepDims& d = st.dims;
+  int64_t block = int64_t(d.tp2d_k) * d.tp2d_q + d.tp2d_i;
+  if (d.tp3d_q > 1) block = int64_t(d.tp3d_b) * d.tp3d_q + d.tp3d_a;
+  return load_batch(st, mb, block);
+}
+
+std::pair<BufferId, BufferId> load_batch(StepState& st, int mb, int64_t block) {
+  const StepDims& d = st.dims;
   BufferId tokens = st.allocate("tokens", -1, mb, d.n, DType::kInt32);
   BufferId targets = st.allocate("targets", -1, mb, d.n, DType::kInt32);
-  int64_t blocks = int64_t(d.tp2d_q) * d.tp2d_d, block = int64_t(d.tp2d_k) * d.tp2d_q + d.tp2d_i;
-  if (d.tp3d_q > 1) blocks = int64_t(d.tp3d_q) * d.tp3d_q, block = int64_t(d.tp3d_b) * d.tp3d_q + d.tp3d_a;
+  int64_t blocks = int64_t(d.tp2d_q) * d.tp2d_d;
+  if (d.tp3d_q > 1) blocks = int64_t(d.tp3d_q) * d.tp3d_q;
   const int64_t sample0 = ((int64_t(st.coord.dp) * st.micro_batches + mb) * blocks + block) * d.batch;
   st.kernel(Kernel::kData, Phase::kForward, -1, mb, {sample0, d.batch, d.seq, d.seq_chunks, d.seq_chunk}, {},
             {tokens, targets}, d.zigzag ? kZigZag : 0, DType::kInt32);
@@ -47,31 +54,53 @@ HeadActs head_acts(StepState& st, int mb, BufferId x) {
   return h;
 }
 
+namespace {
+
+// The passes of the loss; reduce(buffer, op) all-reduces a per-row statistic where the vocabulary
+// is split. Writes the loss into `loss`, or into a new buffer (returned) when it is kNoId.
+template <class Reduce>
+BufferId cross_entropy_passes(StepState& st, int mb, const std::array<int64_t, 6>& xd, HeadActs& h, BufferId loss,
+                          Reduce reduce) {
+  const StepDims& d = st.dims;
+  const int64_t rows = xd[0];
+  h.max = st.allocate("xent_max", -1, mb, rows, DType::kFp32);
+  st.kernel(Kernel::kCrossEntropyMax, Phase::kForward, -1, mb, xd, {h.logits}, {h.max}, 0, d.dtype);
+  reduce(h.max, ReduceOp::kMax);
+  h.sum = st.allocate("xent_sum", -1, mb, rows, DType::kFp32);
+  st.kernel(Kernel::kCrossEntropySumExp, Phase::kForward, -1, mb, xd, {h.logits, h.max}, {h.sum}, 0, d.dtype);
+  reduce(h.sum, ReduceOp::kSum);
+  const BufferId target = st.allocate("xent_target", -1, mb, rows, DType::kFp32);
+  st.kernel(Kernel::kCrossEntropyTarget, Phase::kForward, -1, mb, xd, {h.logits, h.targets}, {target}, 0, d.dtype);
+  reduce(target, ReduceOp::kSum);
+  if (loss == kNoId) loss = st.allocate("xent_loss", -1, mb, 1, DType::kFp32, BufferRole::kComm);
+  st.kernel(Kernel::kCrossEntropyLoss, Phase::kForward, -1, mb, xd, {h.max, h.sum, target}, {loss}, 0, DType::kFp32);
+  st.release(target);
+  return loss;
+}
+
+}  // namespace
+
+BufferId cross_entropy_fwd(StepState& st, int mb, const std::array<int64_t, 6>& xd, HeadActs& h, GroupId group) {
+  const int64_t row_bytes = xd[0] * 4;
+  return cross_entropy_passes(st, mb, xd, h, kNoId, [&](BufferId b, ReduceOp op) {
+    tp2d_collective(st, CollectiveOp::kAllReduce, group, -1, b, b, row_bytes, Phase::kForward, -1, mb, DType::kFp32,
+                    Stream::kComm, op);
+  });
+}
+
 BufferId cross_entropy_fwd(StepState& st, int mb, const std::array<int64_t, 6>& xd, HeadActs& h, bool vocab_parallel) {
   const StepDims& d = st.dims;
   const int64_t row_bytes = d.n * 4;
   auto reduce = [&](BufferId b, ReduceOp op) {
     if (vocab_parallel) st.tp_collective(CollectiveOp::kAllReduce, b, b, row_bytes, Phase::kForward, -1, mb, op);
   };
-  h.max = st.allocate("xent_max", -1, mb, d.n, DType::kFp32);
-  st.kernel(Kernel::kCrossEntropyMax, Phase::kForward, -1, mb, xd, {h.logits}, {h.max}, 0, d.dtype);
-  reduce(h.max, ReduceOp::kMax);
-  h.sum = st.allocate("xent_sum", -1, mb, d.n, DType::kFp32);
-  st.kernel(Kernel::kCrossEntropySumExp, Phase::kForward, -1, mb, xd, {h.logits, h.max}, {h.sum}, 0, d.dtype);
-  reduce(h.sum, ReduceOp::kSum);
-  const BufferId target = st.allocate("xent_target", -1, mb, d.n, DType::kFp32);
-  st.kernel(Kernel::kCrossEntropyTarget, Phase::kForward, -1, mb, xd, {h.logits, h.targets}, {target}, 0, d.dtype);
-  reduce(target, ReduceOp::kSum);
-  const BufferId loss =
-      vocab_parallel ? st.loss() : st.allocate("xent_loss", -1, mb, 1, DType::kFp32, BufferRole::kComm);
-  st.kernel(Kernel::kCrossEntropyLoss, Phase::kForward, -1, mb, xd, {h.max, h.sum, target}, {loss}, 0, DType::kFp32);
-  st.release(target);
+  const BufferId loss = cross_entropy_passes(st, mb, xd, h, vocab_parallel ? st.loss() : kNoId, reduce);
   return vocab_parallel ? kNoId : loss;
 }
 
 BufferId cross_entropy_bwd(StepState& st, int mb, const std::array<int64_t, 6>& xd, const HeadActs& h) {
   const StepDims& d = st.dims;
-  const BufferId dlogits = st.allocate("dlogits", -1, mb, d.n * d.vocab, d.dtype);
+  const BufferId dlogits = st.allocate("dlogits", -1, mb, xd[0] * xd[1], d.dtype);
   st.kernel(Kernel::kCrossEntropyBwd, Phase::kBackward, -1, mb, xd, {h.logits, h.targets, h.max, h.sum}, {dlogits}, 0,
             d.dtype);
   for (BufferId id : {h.logits, h.targets, h.max, h.sum, h.logits_fp32}) st.release(id);

@@ -37,7 +37,7 @@ struct StepDims {
   bool flash = false;
   // tp_mode 2d (shared/tp2d_groups.h): the grid side q (1 otherwise) and this rank's row and column.
   // n, batch are then the rank's batch block (micro_batch / q samples), hidden, heads, ffn the
-  // feature block (/ q); vocab the whole vocabulary (the head's loss is not split, shared/tp2d.h).
+  // feature block (/ q); vocab the whole vocabulary (the head splits it itself, shared/tp2d.h).
   int tp2d_q = 1, tp2d_i = 0, tp2d_j = 0;
   int tp2d_d = 1, tp2d_k = 0;  // tp_mode 2.5d: depth and depth layer (the batch is split d*q ways)
   // tp_mode 3d (shared/tp3d_groups.h): the cube side q (1 otherwise) and this rank's coordinates.
@@ -237,6 +237,8 @@ BufferId dropout_bwd(StepState& st, int l, int mb, BufferId dy, BufferId* mask, 
 // load_batch: a micro-batch's {tokens, targets} as this rank takes them; tokens_per_iteration:
 // the loss's divisor.
 std::pair<BufferId, BufferId> load_batch(StepState& st, int mb);
+// The same of another batch block of the micro-batch (of the blocks the grid splits it into).
+std::pair<BufferId, BufferId> load_batch(StepState& st, int mb, int64_t block);
 int64_t tokens_per_iteration(const StepState& st);
 // The head's start: its input x and the micro-batch's targets (kept by the embedding on a single
 // stage, loaded otherwise).
@@ -247,6 +249,9 @@ HeadActs head_acts(StepState& st, int mb, BufferId x);
 // one-float buffer "xent_loss" that is returned for the caller to reduce. Its backward returns
 // dlogits and frees the logits, targets and row statistics.
 BufferId cross_entropy_fwd(StepState& st, int mb, const std::array<int64_t, 6>& xd, HeadActs& h, bool vocab_parallel);
+// The same with the three all-reduces over `vocab_group` (a grid's group holding the other
+// vocabulary blocks of the same rows); the loss written to a new buffer (returned).
+BufferId cross_entropy_fwd(StepState& st, int mb, const std::array<int64_t, 6>& xd, HeadActs& h, GroupId vocab_group);
 BufferId cross_entropy_bwd(StepState& st, int mb, const std::array<int64_t, 6>& xd, const HeadActs& h);
 BufferId emit_embedding_forward(StepState& st, int unit, int chunk, int mb);
 void emit_embedding_backward(StepState& st, int unit, int chunk, int mb, BufferId dx);

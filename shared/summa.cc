@@ -19,9 +19,10 @@ GroupId tp2d_row_group(const StepState& st) { return Tp2dGroups(st.scenario, st.
 GroupId tp2d_column_group(const StepState& st) { return Tp2dGroups(st.scenario, st.grid).column(st.coord); }
 
 void tp2d_collective(StepState& st, CollectiveOp op, GroupId group, int root, BufferId in, BufferId out,
-                     int64_t bytes, Phase ph, int layer, int mb, DType dtype, Stream stream) {
+                     int64_t bytes, Phase ph, int layer, int mb, DType dtype, Stream stream, ReduceOp reduce) {
   Collective c;
   c.op = op;
+  c.reduce = reduce;
   c.group = group;
   c.root = root;
   c.bytes = bytes;
@@ -112,6 +113,69 @@ BufferId summa_backward(StepState& st, int l, int mb, BufferId dy, BufferId x, B
   st.kernel(Kernel::kAccumulate, Phase::kBackward, l, mb, {out * in}, {sum}, {dw}, 0, gt);
   st.release(sum);
   return dx;
+}
+
+// The vocabulary-parallel classifier (shared/tp2d.h), as Colossal-AI's Matmul_ABT_2D /
+// Matmul_AB_2D / Matmul_ATB_2D order it: the next step's broadcasts issued before the current GEMM.
+void summa_head_forward(StepState& st, int mb, BufferId yf, BufferId table, BufferId logits, int64_t rows,
+                        int64_t vocab_part, int64_t hidden_part) {
+  const StepDims& d = st.dims;
+  const GroupId row = tp2d_row_group(st), col = tp2d_column_group(st);
+  // logits[i, k] = sum_j yf[i, j] T[k, j]^T: rank (i, j) computes its term, reduced to (i, k).
+  pipelined(
+      d.tp2d_q,
+      [&](int k) {
+        return Blocks{broadcast_block(st, "summa_t", table, col, k, vocab_part * hidden_part, Phase::kForward, -1, mb)};
+      },
+      [&](int k, Blocks b) {
+        const BufferId part = st.allocate("summa_logits_part", -1, mb, rows * vocab_part, d.dtype, BufferRole::kComm);
+        st.kernel(Kernel::kGemm, Phase::kForward, -1, mb, {rows, vocab_part, hidden_part}, {yf, b.a}, {part}, kTransB,
+                  d.gemm_dtype(-1, false));
+        st.release(b.a);
+        tp2d_collective(st, CollectiveOp::kReduce, row, k, part, logits, rows * vocab_part * dtype_bytes(d.dtype),
+                        Phase::kForward, -1, mb, d.dtype);
+        st.release(part);
+      });
+}
+
+BufferId summa_head_backward(StepState& st, int mb, BufferId dlogits, BufferId yf, BufferId table, BufferId dtable,
+                             int64_t rows, int64_t vocab_part, int64_t hidden_part) {
+  const StepDims& d = st.dims;
+  const GroupId row = tp2d_row_group(st), col = tp2d_column_group(st);
+  const Phase ph = Phase::kBackward;
+  const DType gemm = d.gemm_dtype(-1, true);
+  // dyf[i, j] = sum_k dlogits[i, k] T[k, j] (Matmul_AB_2D: both blocks broadcast, local sums).
+  const BufferId dyf = st.allocate("dyf", -1, mb, rows * hidden_part, d.dtype);
+  pipelined(
+      d.tp2d_q,
+      [&](int k) {
+        return Blocks{broadcast_block(st, "summa_dlogits", dlogits, row, k, rows * vocab_part, ph, -1, mb),
+                      broadcast_block(st, "summa_t", table, col, k, vocab_part * hidden_part, ph, -1, mb)};
+      },
+      [&](int k, Blocks b) {
+        st.kernel(Kernel::kGemm, ph, -1, mb, {rows, hidden_part, vocab_part}, {b.a, b.b}, {dyf},
+                  k > 0 ? kAccumulateOut : 0, gemm);
+        st.release(b.a);
+        st.release(b.b);
+      });
+  // dT[k, j] = sum_i dlogits[i, k]^T yf[i, j]: rank (i, j) computes its term, reduced to (k, j)
+  // (Matmul_ATB_2D); each rank's sum lands in `sum` at its own step k = i.
+  const DType gt = st.program.buffer_at(dtable).dtype;
+  const int64_t block = vocab_part * hidden_part;
+  const BufferId sum = st.allocate("summa_dtable", -1, mb, block, gt, BufferRole::kComm);
+  pipelined(
+      d.tp2d_q,
+      [&](int k) { return Blocks{broadcast_block(st, "summa_dlogits", dlogits, row, k, rows * vocab_part, ph, -1, mb)}; },
+      [&](int k, Blocks b) {
+        const BufferId part = st.allocate("summa_dtable_part", -1, mb, block, gt, BufferRole::kComm);
+        st.kernel(Kernel::kGemm, ph, -1, mb, {vocab_part, hidden_part, rows}, {b.a, yf}, {part}, kTransA, gemm);
+        st.release(b.a);
+        tp2d_collective(st, CollectiveOp::kReduce, col, k, part, sum, block * dtype_bytes(gt), ph, -1, mb, gt);
+        st.release(part);
+      });
+  st.kernel(Kernel::kAccumulate, ph, -1, mb, {block}, {sum}, {dtable}, 0, gt);
+  st.release(sum);
+  return dyf;
 }
 
 }  // namespace tandem

@@ -13,14 +13,16 @@
 //    statistics all-reduced over the row group: 2 all-reduces of [b/q, s] forward, 1 of
 //    [b/q, s, 2] backward), the four linears as SUMMA, attention on the rank's heads (feature
 //    block j holds whole heads) for its batch block.
-//  - tp2d_embedding_head.cc: embedding, head and loss. Stated difference from Colossal-AI (whose
-//    Embedding2D and Classifier2D split the table h/q^2 and run the classifier as SUMMA with a
-//    vocabulary-parallel loss): the table is held in blocks [vocab/q, h/q] (vocabulary block i,
-//    feature block j), all-gathered over the column group into the [vocab, h/q] columns of
-//    feature block j before use; the head's partial logits [b/q * s, vocab] are all-reduced over
-//    the row group and the loss is computed unsplit on every rank of the row; the table gradient
-//    is reduce-scattered back over the column group. Same results, more logits memory (vocab
-//    instead of vocab/q per token).
+//  - tp2d_embedding_head.cc: embedding, head and loss. The table is held in blocks [vocab/q, h/q]
+//    (vocabulary block i, feature block j: VocabParallelClassifier2D's weight layout). The
+//    embedding all-gathers it over the column group into the [vocab, h/q] columns of feature
+//    block j (stated difference: Colossal-AI's VocabParallelEmbedding2D looks up every token in
+//    its block and reduce-scatters the output). The head, as Colossal-AI chooses it
+//    (grid_vocab_parallel): above 2048 tokens of vocabulary the vocabulary-parallel classifier
+//    (summa_head_*: logits [b/q * s, vocab/q] of vocabulary block j) and loss (max, sum of
+//    exponentials and target logit all-reduced over the row group); otherwise the table gathered
+//    as for the embedding, partial logits [b/q * s, vocab] all-reduced over the row group and the
+//    loss unsplit on every rank of the row.
 //  - Parameters that every rank of a column group holds alike (the norms' feature block) get
 //    their gradients all-reduced over the column group with the data-parallel reduction
 //    (tp2d_reduce_replicated_grads). Colossal-AI splits them h/q^2 and gathers them instead.
@@ -42,7 +44,15 @@ GroupId tp2d_column_group(const StepState& st);
 // the index within the group. The depth groups of 2.5D go on the gradient stream (their
 // weight-gradient all-reduces overlap the backward), and a group's collectives all on one stream.
 void tp2d_collective(StepState& st, CollectiveOp op, GroupId group, int root, BufferId in, BufferId out,
-                     int64_t bytes, Phase ph, int layer, int mb, DType dtype, Stream stream = Stream::kComm);
+                     int64_t bytes, Phase ph, int layer, int mb, DType dtype, Stream stream = Stream::kComm,
+                     ReduceOp reduce = ReduceOp::kSum);
+
+// Colossal-AI's default choice of head and loss on a grid (legacy/nn/layer/colossalai_layer/
+// linear.py Classifier and embedding.py Embedding at 4f9953be, `vocab_parallel_limit: int = 2048`:
+// a vocabulary above it takes the VocabParallelClassifier2D / 2p5D / 3D and, through
+// env.vocab_parallel, legacy/nn/loss/__init__.py's VocabParallelCrossEntropyLoss2D / 2p5D / 3D).
+inline constexpr int64_t kColossalVocabParallelLimit = 2048;
+inline bool grid_vocab_parallel(const StepState& st) { return st.scenario.model.vocab > kColossalVocabParallelLimit; }
 
 // summa.cc. Y [rows, out] = X [rows, in] W^T, all local blocks (W's block is [out, in]).
 void summa_forward(StepState& st, Phase ph, int layer, int mb, BufferId x, BufferId w, BufferId y, int64_t rows,
@@ -50,6 +60,21 @@ void summa_forward(StepState& st, Phase ph, int layer, int mb, BufferId x, Buffe
 // Returns dX [rows, in] (named dx_name) and accumulates this rank's block of dW into dw.
 BufferId summa_backward(StepState& st, int layer, int mb, BufferId dy, BufferId x, BufferId w, BufferId dw,
                         int64_t rows, int64_t out, int64_t in, const char* dx_name);
+// The vocabulary-parallel classifier of 2D / 2.5D (Colossal-AI's VocabParallelClassifier2D, whose
+// forward is Matmul_ABT_2D and backward Matmul_AB_2D + Matmul_ATB_2D). The table block is
+// [vocab/q, h/q] of vocabulary block i, feature block j; yf [rows, h/q] of batch block i, feature
+// block j; logits [rows, vocab/q] of batch block i, vocabulary block j.
+//  forward  q steps: broadcast the table block of row k along the column group, GEMM yf T_k^T,
+//           reduce the partial logits to column k along the row group;
+//  dyf      q steps: broadcast dlogits of column k along the row group and the table block of row
+//           k along the column group, GEMM accumulate dlogits_k T_k (Matmul_AB_2D);
+//  dtable   q steps: broadcast dlogits of column k along the row group, GEMM dlogits_k^T yf,
+//           reduce the partial table gradient to row k along the column group (Matmul_ATB_2D).
+void summa_head_forward(StepState& st, int mb, BufferId yf, BufferId table, BufferId logits, int64_t rows,
+                        int64_t vocab_part, int64_t hidden_part);
+// Returns dyf [rows, h/q] and accumulates this rank's table block gradient into dtable.
+BufferId summa_head_backward(StepState& st, int mb, BufferId dlogits, BufferId yf, BufferId table, BufferId dtable,
+                             int64_t rows, int64_t vocab_part, int64_t hidden_part);
 
 // tp2d_layer_emitter.cc
 // The layer's body on a grid of blocks, shared by 2D and 3D: what differs is how the four linears
@@ -84,6 +109,20 @@ struct GridEndOps {
   BufferId (*gather_table)(StepState& st, BufferId shard, int mb, Phase ph) = nullptr;
   void (*reduce_table_grad)(StepState& st, BufferId full, BufferId grad, int mb) = nullptr;
   void (*reduce_loss)(StepState& st, BufferId loss, int mb) = nullptr;
+  // The vocabulary-parallel head (grid_vocab_parallel): the rank's logits are rows x vocab_part,
+  // its vocabulary block starting at vocab_offset; vocab_group holds the other vocabulary blocks of
+  // the same rows (the loss's three all-reduces: max, sum of exponentials, target logit, as
+  // Megatron's); logits_block is the rows' batch block when it is not the embedding's (3D: the
+  // head's output axis), else -1; reduce_head_loss sums the micro-batch's loss over the other
+  // batch blocks of the logits.
+  bool vocab_parallel = false;
+  GroupId vocab_group = kNoId;
+  int64_t rows = 0, vocab_part = 0, vocab_offset = 0, logits_block = -1;
+  void (*head_logits)(StepState& st, int mb, BufferId yf, BufferId table, BufferId logits) = nullptr;
+  // Returns dyf and accumulates the table block's gradient into dtable.
+  BufferId (*head_backward)(StepState& st, int mb, BufferId dlogits, BufferId yf, BufferId table,
+                            BufferId dtable) = nullptr;
+  void (*reduce_head_loss)(StepState& st, BufferId loss, int mb) = nullptr;
   GridLayerOps norm_ops() const {
     GridLayerOps o;
     o.norm_group = norm_group;

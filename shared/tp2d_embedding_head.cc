@@ -6,7 +6,12 @@
 //    look up the batch block's tokens locally (no reduction: each rank writes its own features);
 //    backward: the table gradient [vocab, h/q] of the batch block, reduce-scattered over the
 //    column group (the other batch blocks) into the rank's [vocab/q, h/q] block.
-//  - head: the final layer norm (statistics over the row group); partial logits
+//  - head, vocabulary-parallel (GridEndOps::vocab_parallel, vocabulary above 2048 as Colossal-AI
+//    chooses): the final layer norm; logits [n, vocab/q] of vocabulary block j by SUMMA
+//    (summa_head_forward, Colossal-AI's VocabParallelClassifier2D); the cross-entropy's three
+//    all-reduces over the row group (VocabParallelCrossEntropy2D / 2p5D); the loss summed as below.
+//    Backward: dlogits [n, vocab/q], dyf and the table block's gradient by SUMMA.
+//  - head, gathered (vocabulary up to 2048): the final layer norm (statistics over the row group); partial logits
 //    [n, vocab] = yf[i, j] table[:, j]^T, all-reduced over the row group; the cross-entropy on
 //    every rank of the row (no vocabulary split: the row holds the same logits); the micro-batch's
 //    loss all-reduced over the column group (and, under 2.5D, the depth group), so that every rank
@@ -50,15 +55,37 @@ void reduce_loss(StepState& st, BufferId loss, int mb) {
                     Phase::kForward, -1, mb, DType::kFp32, Stream::kGradComm);
 }
 
+void head_logits(StepState& st, int mb, BufferId yf, BufferId table, BufferId logits) {
+  const StepDims& d = st.dims;
+  summa_head_forward(st, mb, yf, table, logits, d.n, d.vocab / d.tp2d_q, d.hidden);
+}
+
+BufferId head_backward(StepState& st, int mb, BufferId dlogits, BufferId yf, BufferId table, BufferId dtable) {
+  const StepDims& d = st.dims;
+  return summa_head_backward(st, mb, dlogits, yf, table, dtable, d.n, d.vocab / d.tp2d_q, d.hidden);
+}
+
 }  // namespace
 
 GridEndOps tp2d_end_ops(const StepState& st) {
+  const StepDims& d = st.dims;
   GridEndOps e;
   e.norm_group = tp2d_row_group(st);
-  e.norm_parts = st.dims.tp2d_q;
+  e.norm_parts = d.tp2d_q;
   e.gather_table = gather_table;
   e.reduce_table_grad = reduce_table_grad;
   e.reduce_loss = reduce_loss;
+  // VocabParallelClassifier2D: the logits of batch block i, vocabulary block j; the loss's
+  // all-reduces over PARALLEL_2D_ROW (loss_2d.py, the row group), its mean over PARALLEL_2D_COL
+  // (reduce_by_batch_2d: the column group; 2.5D's depth group too, as reduce_loss).
+  e.vocab_parallel = grid_vocab_parallel(st);
+  e.vocab_group = e.norm_group;
+  e.rows = d.n;
+  e.vocab_part = d.vocab / d.tp2d_q;
+  e.vocab_offset = e.vocab_part * d.tp2d_j;
+  e.head_logits = head_logits;
+  e.head_backward = head_backward;
+  e.reduce_head_loss = reduce_loss;
   return e;
 }
 
@@ -89,7 +116,59 @@ void grid_embedding_backward(StepState& st, const GridEndOps& e, int unit, int c
   e.reduce_table_grad(st, full, grad, mb);
 }
 
+namespace {
+
+// The cross-entropy kernels' dims of the vocabulary-parallel head (shared/schedule.h; dims[4]: the
+// passes on an fp32 copy of the logits, software.cross_entropy_fp32).
+std::array<int64_t, 6> vocab_parallel_dims(const StepState& st, const GridEndOps& e) {
+  return {e.rows, e.vocab_part, e.vocab_offset, tokens_per_iteration(st),
+          st.scenario.software.cross_entropy_fp32 ? 1 : 0};
+}
+
+// The head and loss with the vocabulary split (GridEndOps::vocab_parallel): the final norm, the
+// rank's logits block from the classifier, the loss's three all-reduces over the vocabulary
+// group, the micro-batch's loss summed over the batch blocks.
+void vocab_parallel_head_forward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb, BufferId x) {
+  const StepDims& d = st.dims;
+  const UnitViews& w = st.params(unit);
+  HeadActs h = head_acts(st, mb, x);
+  if (e.logits_block >= 0) {  // the logits' rows are another batch block than the embedding's
+    st.release(h.targets);
+    auto [tokens, targets] = load_batch(st, mb, e.logits_block);
+    st.release(tokens);
+    h.targets = targets;
+  }
+  split_norm_forward(st, e.norm_ops(), Phase::kForward, -1, mb, x, w.ln1_w, w.ln1_b, &h.yf, &h.mean, &h.rstd, "yf",
+                     "meanf", "rstdf");
+  h.logits = st.allocate("logits", -1, mb, e.rows * e.vocab_part, d.dtype);
+  e.head_logits(st, mb, h.yf, w.table, h.logits);
+  const std::array<int64_t, 6> xd = vocab_parallel_dims(st, e);
+  if (xd[4])
+    h.logits_fp32 = st.allocate("logits_fp32", -1, mb, e.rows * e.vocab_part, DType::kFp32, BufferRole::kWorkspace);
+  const BufferId loss = cross_entropy_fwd(st, mb, xd, h, e.vocab_group);
+  e.reduce_head_loss(st, loss, mb);
+  st.kernel(Kernel::kAccumulate, Phase::kForward, -1, mb, {1}, {loss}, {st.loss()}, 0, DType::kFp32);
+  st.release(loss);
+  st.keep_head(chunk, mb, h);
+}
+
+BufferId vocab_parallel_head_backward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb) {
+  const UnitViews& w = st.params(unit);
+  const UnitViews& g = st.grads(unit);
+  HeadActs h = st.take_head(chunk, mb);
+  const BufferId dlogits = cross_entropy_bwd(st, mb, vocab_parallel_dims(st, e), h);  // releases logits_fp32 too
+  const BufferId dyf = e.head_backward(st, mb, dlogits, h.yf, w.table, g.table);
+  st.release(dlogits);
+  const BufferId dx = split_norm_backward(st, e.norm_ops(), -1, mb, dyf, h.x, w.ln1_w, h.mean, h.rstd, g.ln1_w,
+                                          g.ln1_b);
+  for (BufferId id : {dyf, h.x, h.yf, h.mean, h.rstd}) st.release(id);
+  return dx;
+}
+
+}  // namespace
+
 void grid_head_forward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb, BufferId x) {
+  if (e.vocab_parallel) return vocab_parallel_head_forward(st, e, unit, chunk, mb, x);
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
   HeadActs h = head_acts(st, mb, x);
@@ -115,6 +194,7 @@ void grid_head_forward(StepState& st, const GridEndOps& e, int unit, int chunk, 
 }
 
 BufferId grid_head_backward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb) {
+  if (e.vocab_parallel) return vocab_parallel_head_backward(st, e, unit, chunk, mb);
   const StepDims& d = st.dims;
   const UnitViews& w = st.params(unit);
   const UnitViews& g = st.grads(unit);

@@ -12,8 +12,12 @@
 //    activation memory, one more all-gather of each per linear).
 //  - tp3d_embedding_head.cc: the table (embedding, or untied head) held as vocabulary block
 //    a*q + b (of q^2), feature block c, gathered over B then A into [vocab, h/q] of feature block
-//    c; head logits [n, vocab] partial over the feature blocks, all-reduced over C; the loss
-//    unsplit on every rank, summed over the batch blocks (all-reduce over A, then B). The table
+//    c. Head above 2048 tokens of vocabulary (as Colossal-AI chooses, shared/tp2d.h): the
+//    classifier as a 3D linear on the table blocks (VocabParallelClassifier3D), logits
+//    [n, vocab/q] of batch block b*q + c, vocabulary block a, the loss's all-reduces over A, the
+//    loss summed over C and B. Otherwise logits [n, vocab] partial over the feature blocks,
+//    all-reduced over C; the loss unsplit on every rank, summed over the batch blocks
+//    (all-reduce over A, then B). The table
 //    gradient is reduce-scattered back over A then B. The norms' feature block c is held alike
 //    over A and B: its gradient is all-reduced over A and B with the bucket's data-parallel
 //    reduction (Colossal-AI LayerNorm3D: the same, over its input x weight group).

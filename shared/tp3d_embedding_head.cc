@@ -4,7 +4,10 @@
 //  - embedding: all-gather the table over B, then A, into its feature block c [vocab, h/q]; look
 //    the batch block's tokens up locally. Backward: the table gradient [vocab, h/q] of the batch
 //    block, reduce-scattered over A, then B (the other batch blocks) into the rank's block.
-//  - head: the final layer norm (statistics over C); partial logits [n, vocab] = yf table_c^T,
+//  - head, vocabulary above 2048 (GridEndOps::vocab_parallel): the classifier as a 3D linear
+//    whose weight is the table (VocabParallelClassifier3D), logits [n, vocab/q] of batch block
+//    b*q + c, vocabulary block a; the loss's three all-reduces over A, the loss over C then B.
+//  - head, vocabulary up to 2048: the final layer norm (statistics over C); partial logits [n, vocab] = yf table_c^T,
 //    all-reduced over C; the cross-entropy on every rank (no vocabulary split); the micro-batch's
 //    loss all-reduced over A, then B, so that every rank holds the sum over the q^2 batch blocks.
 //    Backward: dyf = dlogits table_c locally, the table gradient as for the embedding.
@@ -52,15 +55,54 @@ void reduce_loss(StepState& st, BufferId loss, int mb) {
                     DType::kFp32);
 }
 
+// The vocabulary-parallel head's loss, on the rows of batch block b*q + c: summed over C, then B.
+void reduce_head_loss(StepState& st, BufferId loss, int mb) {
+  for (int axis : {kTp3dAxisC, kTp3dAxisB})
+    tp2d_collective(st, CollectiveOp::kAllReduce, tp3d_group(st, axis), -1, loss, loss, 4, Phase::kForward, -1, mb,
+                    DType::kFp32);
+}
+
+// The classifier as a 3D linear whose weight is the table (rows block a*q + b of q^2, feature
+// block c: the layout of qkv's weight, shared/tp3d_linear.cc), input axis A, output axis C.
+constexpr int kHeadLinear = 4;
+
+void head_logits(StepState& st, int mb, BufferId yf, BufferId table, BufferId logits) {
+  const StepDims& d = st.dims;
+  tp3d_layer_ops(st).linear_fwd(st, Phase::kForward, -1, mb, kHeadLinear, yf, table, logits, d.n, d.vocab / d.tp3d_q,
+                                d.hidden);
+}
+
+BufferId head_backward(StepState& st, int mb, BufferId dlogits, BufferId yf, BufferId table, BufferId dtable) {
+  const StepDims& d = st.dims;
+  return tp3d_layer_ops(st).linear_bwd(st, -1, mb, kHeadLinear, dlogits, yf, table, dtable, d.n, d.vocab / d.tp3d_q,
+                                       d.hidden, "dyf");
+}
+
 }  // namespace
 
 GridEndOps tp3d_end_ops(const StepState& st) {
+  const StepDims& d = st.dims;
   GridEndOps e;
   e.norm_group = tp3d_group(st, kTp3dAxisC);
-  e.norm_parts = st.dims.tp3d_q;
+  e.norm_parts = d.tp3d_q;
   e.gather_table = gather_table;
   e.reduce_table_grad = reduce_table_grad;
   e.reduce_loss = reduce_loss;
+  // VocabParallelClassifier3D (_VocabParallelClassifier3D: gather the input over the input group,
+  // the weight over the weight group, GEMM, reduce-scatter the output over the output group): the
+  // logits of batch block b*q + c, vocabulary block a (the table's rows a*q + 0..q-1 gathered
+  // over B). VocabParallelCrossEntropy3D's all-reduces run over the group holding the other
+  // vocabulary blocks of those rows, A (the classifier's input group: the loss is built after the
+  // classifier's swap_in_out_group()); its mean over the other two (reduce_by_batch_3d): C, B.
+  e.vocab_parallel = grid_vocab_parallel(st);
+  e.vocab_group = tp3d_group(st, kTp3dAxisA);
+  e.rows = d.n;
+  e.vocab_part = d.vocab / d.tp3d_q;
+  e.vocab_offset = e.vocab_part * d.tp3d_a;
+  e.logits_block = int64_t(d.tp3d_b) * d.tp3d_q + d.tp3d_c;
+  e.head_logits = head_logits;
+  e.head_backward = head_backward;
+  e.reduce_head_loss = reduce_head_loss;
   return e;
 }
 

@@ -40,6 +40,7 @@ const testing::Json& result(const std::string& args) {
 struct Strategy {
   const char* name;
   const char* args;
+  const char* base = "-n 1";  // the single-rank run (with kModel) whose losses it must equal
 };
 const Strategy kStrategies[] = {
     // 3D: a 2 x 2 x 2 cube per replica. With ZeRO-1 over the two replicas (each rank's optimizer
@@ -52,6 +53,11 @@ const Strategy kStrategies[] = {
     {"tp2p5d_q2_d2_dp2", "-n 16 --set strategy.tp=8 --set strategy.tp_mode=2.5d --set strategy.tp_depth=2"},
     {"tp2p5d_q2_d2_pp2",
      "-n 16 --set strategy.tp=8 --set strategy.tp_mode=2.5d --set strategy.tp_depth=2 --set strategy.pp=2"},
+    // 3D with PP 2 and a 2304-token vocabulary (above Colossal-AI's vocab_parallel_limit of 2048):
+    // the vocabulary-parallel head and loss on the last stage (shared/tp2d.h, grid_vocab_parallel).
+    {"tp3d_q2_pp2_vocab_parallel",
+     "-n 16 --set strategy.tp=8 --set strategy.tp_mode=3d --set strategy.pp=2 --set model.vocab=2304",
+     "-n 1 --set model.vocab=2304"},
 };
 
 void PrintTo(const Strategy& s, std::ostream* os) { *os << s.name; }
@@ -61,7 +67,7 @@ class GridRun : public ::testing::TestWithParam<Strategy> {};
 TEST_P(GridRun, LossesAndPeaksEqualTheSingleRanksAndThePlanners) {
   const Strategy& st = GetParam();
   // Global batch 8 (tiny-gpt.textproto): the single rank runs 2 micro-batches of 4.
-  const std::vector<double> base = numbers(result("-n 1").at("losses"));
+  const std::vector<double> base = numbers(result(st.base).at("losses"));
   const testing::Json& got_run = result(st.args);
   const std::vector<double> got = numbers(got_run.at("losses"));
   ASSERT_EQ(base.size(), 5u);

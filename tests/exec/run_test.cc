@@ -33,7 +33,14 @@ const testing::Json& result(const std::string& args) { return testing::cached_ru
 struct Strategy {
   const char* name;
   const char* args;
+  const char* base = "-n 1";  // the single-rank run whose losses it must equal
 };
+
+// The tiny GPT with a 2304-token vocabulary (2304 = 48^2, divisible by every grid's q and q^2 of
+// q 2 and 3): above Colossal-AI's vocab_parallel_limit of 2048, so 2D, 2.5D and 3D take the
+// vocabulary-parallel head and loss (shared/tp2d.h, grid_vocab_parallel).
+#define VOCAB_PARALLEL " --set model.vocab=2304"
+constexpr const char* kVocabBase = "-n 1" VOCAB_PARALLEL;
 const Strategy kStrategies[] = {
     {"dp2", "-n 2"},
     {"tp2", "-n 2 --set strategy.tp=2"},
@@ -61,6 +68,19 @@ const Strategy kStrategies[] = {
     // 2.5D (Tesseract): two depth layers of 2 x 2, each micro-batch of 4 split over the 4 rows.
     {"tp2p5d_q2_d2", "-n 8 --set strategy.tp=8 --set strategy.tp_mode=2.5d --set strategy.tp_depth=2 "
                      "--set strategy.micro_batch=4"},
+    // The vocabulary-parallel head and loss (VocabParallelClassifier2D / 3D with
+    // VocabParallelCrossEntropy2D / 2p5D / 3D): 2D alone, with PP 2 and with ZeRO-1 DP 2; 2.5D;
+    // 3D (its logits on another batch block than its embedding: the head loads its own targets).
+    {"tp2d_q2_vocab_parallel", "-n 4 --set strategy.tp=4 --set strategy.tp_mode=2d" VOCAB_PARALLEL, kVocabBase},
+    {"tp2d_q2_pp2_vocab_parallel",
+     "-n 8 --set strategy.tp=4 --set strategy.tp_mode=2d --set strategy.pp=2" VOCAB_PARALLEL, kVocabBase},
+    {"tp2d_q2_dp2_zero1_vocab_parallel",
+     "-n 8 --set strategy.tp=4 --set strategy.tp_mode=2d --set strategy.zero_stage=1" VOCAB_PARALLEL, kVocabBase},
+    {"tp2p5d_q2_d2_vocab_parallel",
+     "-n 8 --set strategy.tp=8 --set strategy.tp_mode=2.5d --set strategy.tp_depth=2 --set strategy.micro_batch=4"
+     VOCAB_PARALLEL, kVocabBase},
+    {"tp3d_q2_vocab_parallel",
+     "-n 8 --set strategy.tp=8 --set strategy.tp_mode=3d --set strategy.micro_batch=4" VOCAB_PARALLEL, kVocabBase},
     // 3D (shared/tp3d.h): a 2 x 2 x 2 cube, each micro-batch of 4 split into 4 batch blocks; with
     // SwiGLU (its gate and up weights gathered apart) checked by hand (docs/tp_modes.md).
     {"tp3d_q2", "-n 8 --set strategy.tp=8 --set strategy.tp_mode=3d --set strategy.micro_batch=4"},
@@ -126,7 +146,7 @@ TEST(TandemRun, SingleRankLossFalls) {
 }
 
 TEST_P(StrategyRun, LossesEqualTheSingleRankLosses) {
-  const std::vector<double> base = numbers(result("-n 1").at("losses"));
+  const std::vector<double> base = numbers(result(GetParam().base).at("losses"));
   const std::vector<double> got = numbers(result(GetParam().args).at("losses"));
   ASSERT_EQ(got.size(), base.size());
   // fp32: the strategies sum the same products in other orders (split GEMMs, all-reduces), so
