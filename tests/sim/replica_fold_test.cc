@@ -189,6 +189,26 @@ TEST(FlowQuotient, NotTakenWhereFlowsJoinTpLanes) {
   EXPECT_EQ(a.simgrid_flows, w.simgrid_flows);
 }
 
+// The flow quotient under tensor-parallel folding (session 8): tiny-gpt tp 2 x pp 4 on nodes of 2,
+// no data parallelism (grid folding is not taken): units are tp groups (closed-form on their node),
+// pipeline messages cross the NICs lane by lane. With the quotient SimGrid moves half the flows
+// (tp lane 0's), and the JSON (but `simulator`) and the trace are byte-identical.
+TEST(FlowQuotient, UnderTensorParallelFolding) {
+  const std::vector<std::string> sets = {"cluster.gpus=8", "cluster.gpus_per_node=2", "strategy.tp=2",
+                                         "strategy.pp=4", "strategy.global_batch=8"};
+  Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
+  SimOptions on, whole;
+  whole.fold_flows = false;
+  const Output a = run(s, on, "tpq_on"), w = run(s, whole, "tpq_whole");
+  EXPECT_EQ(a.result.fold, 2);
+  EXPECT_TRUE(a.result.fold_exact);
+  EXPECT_EQ(a.json, w.json);
+  EXPECT_TRUE(a.trace == w.trace) << "traces differ with and without the flow quotient";
+  EXPECT_EQ(a.result.flows, w.result.flows);
+  ASSERT_GT(w.result.simgrid_flows, 0u);
+  EXPECT_EQ(2 * a.result.simgrid_flows, w.result.simgrid_flows);
+}
+
 // Why lanes part (docs/sim.md): grid folding moves lane 0's timeline to every replica, which holds
 // only where the flows in flight look the same from every replica. A ring all-reduce over the
 // data-parallel group does; NCCL's double binary tree does not: on 3 replicas (heap tree 0 -> 1,
