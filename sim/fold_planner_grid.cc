@@ -122,40 +122,66 @@ int FoldPlanner::choose_grid_fold() {
   return F;
 }
 
-// Flow quotient (SimOptions::fold_flows; docs/sim.md "Flow quotient"). With grid folding the one
-// state launches the flows of every lane, and they are the images of lane 0's under the platform's
-// symmetries. Let H be the moves of every rank from tp coordinate m to m + j*k (mod tp, inside its
-// tp block), k = GPUs per NIC (1 where every GPU has a NIC of its own). H maps the platform onto
-// itself (NVLink and PCIe ports are per GPU, NICs per k GPUs, no link shared between nodes:
-// Platform::private_routes) and acts freely on its links: no link is its own image. If every
-// flow joins two GPUs of the same tp coordinate, each H-orbit of flows has exactly one member
-// whose ends have tp coordinate < k, and every link of an orbit carries exactly one member of
-// each flow orbit crossing it. The set of flows in flight is H-invariant (every lane launches at
-// the same instant, bytes equal), so the max-min rates (unique) are H-invariant, and on the links
-// of the ranks with tp < k they are those of the system of the representatives alone: each such
-// link carries the same flows, one per orbit, in both systems. So only the representatives go to
+// Flow quotient (SimOptions::fold_flows; docs/sim.md "Flow quotient"). With grid folding, or
+// tensor-parallel folding (units = tp blocks, lane = tp coordinate), the one state launches the
+// flows of every lane, and they are the images of lane 0's under the platform's symmetries. Let H
+// be the moves of every rank from tp coordinate m to m + j*k (mod tp, inside its tp block), k =
+// GPUs per NIC (1 where every GPU has a NIC of its own). H maps the platform onto itself (NVLink
+// ports are per GPU, NICs per k GPUs, no link shared between nodes: Platform::private_routes)
+// and acts freely on the links the flows use: no such link is its own image. If every flow joins
+// two GPUs of the same tp coordinate, each H-orbit of flows has exactly one member whose ends have
+// tp coordinate < k, and every link of an orbit carries exactly one member of each flow orbit
+// crossing it. The set of flows in flight is H-invariant (every lane launches at the same
+// instant, bytes equal), so the max-min rates (unique) are H-invariant, and on the links of the
+// ranks with tp < k they are those of the system of the representatives alone: each such link
+// carries the same flows, one per orbit, in both systems. So only the representatives go to
 // SimGrid; every other flow ends when its representative does (FlowLauncher). Taken when:
-// - grid folding was taken, tp > 1, k divides tp and k < tp;
-// - every group whose collectives launch flows (not closed-form) has members of one tp
-//   coordinate (the data-parallel group, groups spanning stages); a tp group that is not
-//   closed-form (its flows join different tp coordinates) refuses the quotient;
-// - p2p joins lane l to lane l of another unit (grid folding): the same tp coordinate; copies
-//   are one GPU's PCIe link.
+// - grid folding or tensor-parallel folding was taken, tp > 1, k divides tp and k < tp;
+// - every group a unit's state runs collectives on that launch flows (not closed-form) has
+//   members of one tp coordinate (the data-parallel group, groups spanning stages); a tp group
+//   that is not closed-form (its flows join different tp coordinates) refuses the quotient;
+// - every p2p peer has the state's tp coordinate (grid folding: lane l to lane l of another
+//   unit; tensor-parallel folding: lane m to lane m of another unit, not the ring exchanges of
+//   tp_comm_overlap between a unit's lanes);
+// - no copy crosses a link shared by GPUs of different tp coordinates: a PCIe switch's uplink
+//   (cluster.gpus_per_pcie_switch > 1) or the node's host memory is its own image under H, and
+//   would carry the copies of the representatives only; where the schedule copies and the cluster
+//   has either, the quotient is refused.
 // FlowLauncher checks the flows it launches (a flow between tp coordinates of different classes
 // marks the run inexact, and simulate() reruns it unfolded).
 int FoldPlanner::choose_flow_quotient() {
-  if (!options_.fold_flows || !grid_) return 0;
+  if (!options_.fold_flows || fold_ <= 1) return 0;
   const RankGrid& grid = schedule_.grid();
   const int T = grid.tp();
+  if (!grid_ && (fold_ != T || grid.sp() != 1 || grid.size() != schedule_.world_size())) return 0;
   const int gpn = platform_.gpus_per_node(), nics = platform_.nics_per_node();
   const int k = nics >= gpn ? 1 : gpn / nics;
   if (T <= 1 || T % k || k >= T || !platform_.private_routes()) return 0;
+  const ClusterSpec& cl = schedule_.scenario().cluster;
+  const bool shared_host_links = cl.gpus_per_pcie_switch > 1 || cl.host_memory_bandwidth_gbps > 0;
   const auto& groups = schedule_.groups();
-  for (size_t g = 0; g < groups.size(); ++g) {
-    if (lane_groups_[g].empty() || group_exclusive_[g]) continue;
-    const auto& ranks = groups[g].ranks;
-    for (int r : ranks)
-      if (grid.coord(r).tp != grid.coord(ranks.front()).tp) return 0;
+  std::vector<const ProgramInfo*> scanned;
+  for (int u = 0; u < units_; ++u) {
+    const int b = lane0(u);
+    const ProgramInfo* info = infos_[b].get();
+    const bool translate = info->program.rank != b;
+    const Usage& use = usage_.at(info);
+    for (const auto& entry : use.group_stream) {
+      const GroupId g = translate ? schedule_.group_for(b, entry.first) : entry.first;
+      if (g >= groups.size()) return 0;
+      if (group_exclusive_[g]) continue;
+      for (int r : groups[g].ranks)
+        if (grid.coord(r).tp != grid.coord(b).tp) return 0;
+    }
+    for (int p_rep : use.peers) {
+      const int p = translate ? schedule_.peer_for(b, p_rep) : p_rep;
+      if (p < 0 || p >= schedule_.world_size() || grid.coord(p).tp != grid.coord(b).tp) return 0;
+    }
+    if (shared_host_links && std::find(scanned.begin(), scanned.end(), info) == scanned.end()) {
+      scanned.push_back(info);
+      for (const Task& t : info->program.tasks)
+        if (std::holds_alternative<Copy>(t.op)) return 0;
+    }
   }
   tp_of_.resize(size_t(schedule_.world_size()));
   for (int r = 0; r < schedule_.world_size(); ++r) tp_of_[size_t(r)] = grid.coord(r).tp;

@@ -107,7 +107,14 @@ void ReplayEngine::count_event() {
 void ReplayEngine::run_loop() {
   for (size_t r = 0; r < ranks_.size(); ++r) pump(int(r));
   std::vector<sg::CommPtr>& active = flows_->flows();
+  // A folded run in a forked child whose lanes part is run again by simulate() (less folded), so
+  // it stops there: the rest of it would be thrown away.
+  const bool stop_when_parted = options_.isolate && fold_ > 1;
   while (true) {
+    if (stop_when_parted && !result_.fold_exact) {
+      flows_->cancel_all();
+      return;
+    }
     while (!timers_.empty() && timers_.top().t <= now_) {
       const Timer t = timers_.top();
       timers_.pop();

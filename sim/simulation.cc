@@ -12,6 +12,7 @@
 #include <xbt/log.h>
 
 #include "shared/error.h"
+#include "shared/rank_grid.h"
 #include "sim/forked_call.h"
 #include "sim/nccl_tuner.h"
 #include "sim/replay_engine.h"
@@ -122,9 +123,17 @@ SimResult run_here(const Schedule& schedule, const SimOptions& options) {
 SimResult simulate(const Schedule& schedule, const SimOptions& options) {
   if (!options.isolate) return run_here(schedule, options);
   SimResult r = simulate_isolated(schedule, options);
+  if (!r.fold_exact && options.fold_tensor_parallel && r.fold > std::max(1, schedule.grid().tp())) {
+    // A folded replay whose lanes' flows did not end together: not provably exact. Grid folding
+    // assumes the replicas are alike, which a collective whose flows are not (NCCL's double
+    // binary tree: docs/sim.md "Why lanes part") breaks where other flows meet it; run again with
+    // the tp lanes alone folded (their own check applies), then, if need be, unfolded.
+    SimOptions tp_only = options;
+    tp_only.fold_data_parallel = false;
+    r = simulate_isolated(schedule, tp_only);
+  }
   if (!r.fold_exact) {
-    // A folded replay whose tp lanes' flows did not end together: not provably exact, run again
-    // with every rank replayed (docs/sim.md).
+    // Still not provably exact: every rank replayed.
     SimOptions unfolded = options;
     unfolded.fold_tensor_parallel = unfolded.fold_data_parallel = false;
     r = simulate_isolated(schedule, unfolded);

@@ -3,7 +3,9 @@
 //   BM_Gpt3_175B_1024:  GPT-3 175B, t8 p16 d8, global batch 1536, 1024 A100 GPUs (issue target:
 //                       <= 10 s wall on one core, <= 4 GiB peak memory)
 //   BM_Gpt3_Scaling/N:  the same model and layout (t8, p16; p8 at 64 GPUs) with 192 micro-batches
-//                       per pipeline, on N = 64 .. 8192 GPUs (weak scaling of the simulator)
+//                       per pipeline, on N = 64 .. 16384 GPUs (weak scaling of the simulator;
+//                       from 10,240 GPUs the tuner's tree all-reduce parts the replicas, and the
+//                       run ends tp-folded: ranks_per_state 8, docs/sim.md "Why lanes part")
 //   BM_TinyGpt_DataParallel/N: tiny-gpt, pure data parallelism over N = 128 .. 1024 GPUs (one
 //                       replayed state; the gradient all-reduces' ~16 N flows all in SimGrid)
 // Each simulation runs in a forked child (sim/simulation.h); "peak_rss_gib" is the largest
@@ -39,6 +41,8 @@ void simulate_case(benchmark::State& state, const std::vector<std::string>& sets
     t = r.iteration_time_s;
     state.counters["events"] = double(r.events);
     state.counters["flows"] = double(r.flows);
+    state.counters["simgrid_flows"] = double(r.simgrid_flows);
+    state.counters["ranks_per_state"] = double(r.fold);
   }
   state.counters["simulated_iteration_s"] = t;
   state.counters["peak_rss_gib"] = peak_child_rss_gib();
@@ -56,7 +60,7 @@ void BM_Gpt3_Scaling(benchmark::State& state) {
 }
 BENCHMARK(BM_Gpt3_Scaling)
     ->RangeMultiplier(2)
-    ->Range(64, 8192)
+    ->Range(64, 16384)
     ->Unit(benchmark::kSecond)
     ->Iterations(1)
     ->UseRealTime();

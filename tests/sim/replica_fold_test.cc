@@ -189,5 +189,75 @@ TEST(FlowQuotient, NotTakenWhereFlowsJoinTpLanes) {
   EXPECT_EQ(a.simgrid_flows, w.simgrid_flows);
 }
 
+// The flow quotient under tensor-parallel folding (session 8): tiny-gpt tp 2 x pp 4 on nodes of 2,
+// no data parallelism (grid folding is not taken): units are tp groups (closed-form on their node),
+// pipeline messages cross the NICs lane by lane. With the quotient SimGrid moves half the flows
+// (tp lane 0's), and the JSON (but `simulator`) and the trace are byte-identical.
+TEST(FlowQuotient, UnderTensorParallelFolding) {
+  const std::vector<std::string> sets = {"cluster.gpus=8", "cluster.gpus_per_node=2", "strategy.tp=2",
+                                         "strategy.pp=4", "strategy.global_batch=8"};
+  Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
+  SimOptions on, whole;
+  whole.fold_flows = false;
+  const Output a = run(s, on, "tpq_on"), w = run(s, whole, "tpq_whole");
+  EXPECT_EQ(a.result.fold, 2);
+  EXPECT_TRUE(a.result.fold_exact);
+  EXPECT_EQ(a.json, w.json);
+  EXPECT_TRUE(a.trace == w.trace) << "traces differ with and without the flow quotient";
+  EXPECT_EQ(a.result.flows, w.result.flows);
+  ASSERT_GT(w.result.simgrid_flows, 0u);
+  EXPECT_EQ(2 * a.result.simgrid_flows, w.result.simgrid_flows);
+}
+
+// Why lanes part (docs/sim.md): grid folding moves lane 0's timeline to every replica, which holds
+// only where the flows in flight look the same from every replica. A ring all-reduce over the
+// data-parallel group does; NCCL's double binary tree does not: on 3 replicas (heap tree 0 -> 1,
+// 2 and its mirror 2 -> 1, 0, one channel of each) replica 1 has two tree flows on each NIC link,
+// replicas 0 and 2 three, so a pipeline message that meets the tree's flows on a NIC gets a
+// different share on each replica. GPT-3 175B t8 p16 meets this from 10,240 GPUs (dp 80: the
+// tuner takes the tree for the gradient all-reduce there, the ring at dp 64). dp 3 x tp 2 x pp 4
+// on nodes of 2 (a tp group per node, pipeline messages and gradient all-reduces on the NICs)
+// with the tree forced:
+// - unfolded, the replicas' timelines differ (the asymmetry is in the model, not in the fold);
+// - the grid-folded replay notices the lanes part and runs again with the tp lanes alone folded
+//   (a tp move maps each replica's tree onto itself: exact), not with every rank replayed;
+// - its outputs are those of every rank replayed, byte for byte (JSON but `simulator`, trace).
+TEST(ReplicaFolding, TreeAllReducePartsReplicasAndFoldsTpLanesOnly) {
+  const std::vector<std::string> sets = {"cluster.gpus=24", "cluster.gpus_per_node=2", "strategy.tp=2",
+                                         "strategy.pp=4", "strategy.global_batch=24"};
+  Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
+  SimOptions tree;
+  tree.algorithm = Algorithm::kTree;
+  SimOptions unfolded = tree;
+  unfolded.fold_tensor_parallel = unfolded.fold_data_parallel = false;
+  unfolded.record_tasks = true;
+  const Output a = run(s, tree, "tree"), u = run(s, unfolded, "tree_unfolded");
+  // Ranks (d, stage 0, tp 0) = 8d run one class program; replicas 0 and 1 end some task at
+  // different times.
+  std::vector<std::pair<TaskId, double>> replica0, replica1;
+  for (const TaskTiming& t : u.result.tasks) {
+    if (t.rank == 0) replica0.emplace_back(t.task, t.end_s);
+    if (t.rank == 8) replica1.emplace_back(t.task, t.end_s);
+  }
+  ASSERT_FALSE(replica0.empty());
+  ASSERT_EQ(replica0.size(), replica1.size());
+  EXPECT_NE(replica0, replica1) << "the replicas do not part: the case does not reproduce the asymmetry";
+  EXPECT_EQ(u.result.fold, 1);
+  EXPECT_EQ(a.result.fold, 2);  // tp lanes folded; before: 1 (every rank replayed)
+  EXPECT_TRUE(a.result.fold_exact);
+  // The flow quotient with tensor-parallel folding: tp lane 0's flows in SimGrid, half of them.
+  EXPECT_EQ(a.result.flows, u.result.flows);
+  ASSERT_GT(u.result.simgrid_flows, 0u);
+  EXPECT_EQ(2 * a.result.simgrid_flows, u.result.simgrid_flows);
+  EXPECT_EQ(a.json, u.json);
+  EXPECT_TRUE(a.trace == u.trace) << "traces differ";
+  // With the ring forced the same layout stays grid-folded (dp x tp = 6 ranks per state), exact.
+  SimOptions ring;
+  ring.algorithm = Algorithm::kRing;
+  const SimResult r = simulate(s, ring);
+  EXPECT_EQ(r.fold, 6);
+  EXPECT_TRUE(r.fold_exact);
+}
+
 }  // namespace
 }  // namespace tandem::sim::testing
