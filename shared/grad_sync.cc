@@ -249,7 +249,13 @@ void ensure_grads(StepState& st, int unit) {
     if (zero_stage(st) < 2 && !st.layout.buckets[k].host_optimizer) continue;
     BucketBuffers& bb = st.bucket(k);
     if (bb.grad_live) continue;
-    st.program.alloc(bb.grad, Stream::kCompute);
+    // offload auto: not before the gradient two chunks back has left the device (a copy stream
+    // slower than the backward would otherwise pile gradients up on the device).
+    const size_t sent = st.grads_sent.size();
+    if (st.layout.buckets[k].host_optimizer && sent >= 2)
+      st.program.alloc(bb.grad, Stream::kCompute, {st.grads_sent[sent - 2]});
+    else
+      st.program.alloc(bb.grad, Stream::kCompute);
     bb.grad_live = true;
   }
 }
@@ -279,6 +285,11 @@ void grads_to_host(StepState& st, int k, int mb) {
   }
   if (mb <= 0) {
     st.program.copy(CopyDirection::kD2H, reduced, bb.grad_shard, Stream::kD2H);
+    // Freed behind the copy on its own stream: the compute stream goes on with the backward.
+    if (part != kNoId) st.program.free(part, Stream::kD2H);
+    st.grads_sent.push_back(st.program.free(bb.grad, Stream::kD2H));
+    bb.grad_live = false;
+    return;
   } else {
     const BufferId acc = st.program.buffer(st.buffer_name("grad_acc", -1, mb).append(".B").append(std::to_string(k)),
                                            gb.shard_elements * e, gt, BufferRole::kGrad);
@@ -290,7 +301,7 @@ void grads_to_host(StepState& st, int k, int mb) {
     st.program.copy(CopyDirection::kH2D, bb.grad_shard, acc, Stream::kH2D);
     st.kernel(Kernel::kAccumulate, Phase::kBackward, -1, mb, {gb.shard_elements}, {reduced}, {acc}, 0, gt);
     st.program.copy(CopyDirection::kD2H, acc, bb.grad_shard, Stream::kD2H);
-    st.program.free(acc, Stream::kD2H);
+    st.grads_sent.push_back(st.program.free(acc, Stream::kD2H));
   }
   st.release(part);
   st.release(bb.grad);
@@ -423,6 +434,7 @@ void emit_optimizer(StepState& st) {
   const int zero = zero_stage(st);
   const int e = dtype_bytes(st.dims.dtype);
   TaskId wait = optimizer_reductions(st);
+  std::vector<TaskId> params_sent;  // host Adam: the frees of the updated parameters copied up
   const int64_t step_bytes = optimizer_bytes_per_element(st.scenario);
   for (int k = 0; k < st.bucket_count(); ++k) {
     BucketBuffers& bb = st.bucket(k);
@@ -456,7 +468,10 @@ void emit_optimizer(StepState& st) {
         st.program.copy(CopyDirection::kD2H, grad, hgrad, Stream::kD2H);
       }
       BufferId hparam = st.program.buffer(bname(k, "host_param"), n * e, st.dims.dtype, BufferRole::kParam, Placement::kHost);
-      st.program.alloc(hparam, Stream::kHost);
+      // Not before the one two buckets back is on its way up: a copy stream slower than the host
+      // Adam would otherwise pile updated parameters up in host memory.
+      if (params_sent.size() >= 2) st.program.alloc(hparam, Stream::kHost, {params_sent[params_sent.size() - 2]});
+      else st.program.alloc(hparam, Stream::kHost);
       Compute c;
       c.kernel = Kernel::kAdam;
       c.dtype = st.dims.dtype;
@@ -467,7 +482,7 @@ void emit_optimizer(StepState& st) {
       st.program.compute(std::move(c), {}, Stream::kHost);
       if (down) st.program.free(hgrad, Stream::kHost);
       st.program.copy(CopyDirection::kH2D, hparam, param, Stream::kH2D);
-      st.program.free(hparam, Stream::kH2D);
+      params_sent.push_back(st.program.free(hparam, Stream::kH2D));
     }
     if ((zero == 1 || zero == 2) && !st.scenario.software.overlap_param_gather)
       dp_collective(st, CollectiveOp::kAllGather, bb.param_shard, bb.param, gb.elements * e, Phase::kOptimizer,
