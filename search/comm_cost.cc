@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "shared/host_copy_rate.h"
 #include "sim/platform_builder.h"
 #include "sim/simulation.h"
 
@@ -14,7 +15,8 @@ sim::FabricModel fabric_of(const ClusterSpec& cl) {
 }
 
 CommCost::CommCost(const ClusterSpec& cluster)
-    : pcie_bytes_s_(cluster.pcie_bandwidth_gbps * 1e9 * sim::SimOptions{}.efficiency.pcie),
+    : pcie_bytes_s_(host_copy_bytes_per_s(cluster, copying_gpus_per_node(cluster, cluster.gpus),
+                                          sim::SimOptions{}.efficiency.pcie)),
       pcie_latency_s_(cluster.pcie_latency_us * 1e-6),
       fabric_(fabric_of(cluster)),
       tuner_(fabric_, false) {}

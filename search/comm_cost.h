@@ -23,8 +23,9 @@ class CommCost {
   // Seconds for `op` moving `bytes` (nccl-tests size) among `members` (global ranks).
   double collective_s(CollectiveOp op, const std::vector<int>& members, double bytes);
   double p2p_s(int src, int dst, double bytes);
-  // A host copy (offload) of `bytes` over one GPU's PCIe link, alone on it: bytes at the link's
-  // bandwidth (cluster.pcie_bandwidth_gbps derated as sim::Platform derates it) plus its latency.
+  // A host copy (offload) of `bytes` from one GPU while every GPU of its node copies too: bytes at
+  // its share of its PCIe link, switch uplink and host memory (shared/host_copy_rate.h, derated as
+  // sim::Platform derates them) plus the link's latency.
   double copy_s(double bytes) const;
 
  private:

@@ -31,11 +31,18 @@ std::string describe(const Program& p, TaskId t) {
 
 }  // namespace
 
-AutoPlacement plan_auto_placement(const Scenario& sc, int chunks,
+AutoPlacement plan_auto_placement(const Scenario& sc, int chunks, int64_t largest_chunk_bytes,
                                   const std::function<Program(const std::vector<bool>&)>& generate) {
   AutoPlacement r;
   r.host.assign(chunks, false);
   r.cap_bytes = static_cast<int64_t>(kAutoDeviceCapRatio * double(sc.cluster.hbm_bytes()));
+  const int64_t warmup_cap = static_cast<int64_t>(kAutoWarmupModelDataRatio * double(sc.cluster.hbm_bytes()));
+  if (largest_chunk_bytes > warmup_cap)
+    throw Error(sc.origin + ": strategy.offload auto: Gemini's warm-up iteration lets model data use 0.2 x HBM (" +
+                    std::to_string(warmup_cap) + " bytes, cluster.hbm_gib " + std::to_string(sc.cluster.hbm_gib) +
+                    ") and the largest chunk gathered needs " + std::to_string(largest_chunk_bytes) +
+                    " bytes (lower strategy.chunk_min_m or strategy.chunk_search_range_m)",
+                ErrorKind::kOutOfMemory);
   for (int round = 0;; ++round) {
     const Program p = generate(r.host);
     const MemoryProfile m = memory_profile(p);

@@ -38,6 +38,7 @@ void pack_units_into_chunks(const Scenario& sc, ParamLayout& lay, const std::vec
     b.elements = pc.capacity;
     b.shard_elements = pc.capacity / dp;
     b.on_host = host[c];
+    b.host_optimizer = st.offload == Offload::kAuto && !found.keep_gathered;
     int64_t off = 0;
     for (int m : pc.members) lay.offset_of_unit[m] = off, off += sizes[m];
     for (size_t i = pc.members.size(); i-- > 0;) {

@@ -6,6 +6,11 @@
 // bucket 0 is the last chunk); inside a chunk the units lie in forward order.
 // Under offload params the first chunks in execution order, up to strategy.offload_fraction of
 // the chunk bytes, are on the host (GradBucket::on_host); a chunk kept gathered never is.
+// Under offload auto every chunk's optimizer states are on the host (GradBucket::host_optimizer),
+// as Gemini's AutoPlacementPolicy.setup_grads_device sends the gradients of every chunk not kept
+// gathered to the CPU (placement_policy.py:224-234 at 4f9953be335e) and GeminiDDP._init_chunks
+// moves each fp32 master chunk to its gradients' device (gemini_ddp.py:865-874); the chunks the
+// placement evicts (shared/auto_placement.h) also keep their parameters there.
 #pragma once
 
 #include "shared/param_layout.h"

@@ -34,6 +34,11 @@ int zero_stage(const StepState& st) { return grad_group_size(st) > 1 ? st.scenar
 bool offload_optimizer(const StepState& st) {
   return st.scenario.strategy.offload == Offload::kOptimizer;
 }
+// Bucket k's optimizer states on the host with Adam there: every bucket under offload optimizer,
+// every Gemini chunk under offload auto (GradBucket::host_optimizer).
+bool host_adam(const StepState& st, int k) {
+  return offload_optimizer(st) || st.layout.buckets[k].host_optimizer;
+}
 
 std::string bname(int k, const char* what) {
   std::string s("B");
@@ -134,10 +139,10 @@ void emit_persistent_state(StepState& st) {
   const int zero = zero_stage(st);
   const int e = dtype_bytes(st.dims.dtype);
   const int r = grad_group_index(st);
-  const bool off = offload_optimizer(st);
-  const Placement opt_place = off ? Placement::kHost : Placement::kDevice;
   for (size_t k = 0; k < st.layout.buckets.size(); ++k) {
     const GradBucket& gb = st.layout.buckets[k];
+    const bool off = host_adam(st, int(k));
+    const Placement opt_place = off ? Placement::kHost : Placement::kDevice;
     BucketBuffers bb;
     const int64_t E = gb.elements, S = gb.shard_elements;
     bb.param = st.program.buffer(bname(k, "params"), E * e, st.dims.dtype, BufferRole::kParam);
@@ -158,7 +163,13 @@ void emit_persistent_state(StepState& st) {
     const DType gt = st.scenario.grad_dtype();
     const int g = dtype_bytes(gt);
     bb.grad = st.program.buffer(bname(k, "grads"), E * g, gt, BufferRole::kGrad);
-    if (zero < 2) {
+    if (gb.host_optimizer) {
+      // offload auto: the whole gradient lives on the device only while the chunk's backward
+      // runs (allocated per micro-batch, as under ZeRO-2/3); its reduced shard accumulates on the
+      // host (grads_to_host).
+      bb.grad_shard = st.program.buffer(bname(k, "grad_shard"), S * g, gt, BufferRole::kGrad, Placement::kHost);
+      st.program.alloc(bb.grad_shard, Stream::kCompute);
+    } else if (zero < 2) {
       st.program.alloc(bb.grad, Stream::kCompute);
       if (zero == 1) bb.grad_shard = st.program.view(bb.grad, r * S * g, S * g, gt, bname(k, "grad_shard"));
     } else {
@@ -167,7 +178,8 @@ void emit_persistent_state(StepState& st) {
     }
     const int64_t n = zero >= 1 ? S : E;
     const Placement place = gb.on_host ? Placement::kHost : opt_place;
-    if (st.dims.dtype != DType::kFp32 || off) {
+    // fp32 with Adam on the host: the host needs its own fp32 copy unless the parameters live there.
+    if (st.dims.dtype != DType::kFp32 || (off && !gb.on_host)) {
       bb.master = st.program.buffer(bname(k, "master"), n * 4, DType::kFp32, BufferRole::kOptimizer, place);
       st.program.alloc(bb.master, Stream::kCompute);
     }
@@ -233,16 +245,68 @@ void release_params_after(StepState& st, int unit, bool forward) {
 }
 
 void ensure_grads(StepState& st, int unit) {
-  if (zero_stage(st) < 2) return;
   for (int k : touched_buckets(st, unit)) {
+    if (zero_stage(st) < 2 && !st.layout.buckets[k].host_optimizer) continue;
     BucketBuffers& bb = st.bucket(k);
     if (bb.grad_live) continue;
-    st.program.alloc(bb.grad, Stream::kCompute);
+    // offload auto: not before the gradient two chunks back has left the device (a copy stream
+    // slower than the backward would otherwise pile gradients up on the device).
+    const size_t sent = st.grads_sent.size();
+    if (st.layout.buckets[k].host_optimizer && sent >= 2)
+      st.program.alloc(bb.grad, Stream::kCompute, {st.grads_sent[sent - 2]});
+    else
+      st.program.alloc(bb.grad, Stream::kCompute);
     bb.grad_live = true;
   }
 }
 
 namespace {
+
+// offload auto, after chunk k's backward of micro-batch mb: its gradient reduce-scattered over the
+// data-parallel group (when it has more than one rank) and the shard sent to the host, as Gemini
+// moves every reduced gradient chunk to its gradients' device, the CPU (gemini_ddp.py:429-431 at
+// 4f9953be335e). Accumulating over micro-batches, Gemini brings the shard accumulated so far back
+// to the device, adds it to the new gradient and sends the sum down again
+// (ChunkManager.rearrange_accumulated_grad_chunk, chunk/manager.py:282-312): so from the second
+// micro-batch on, one shard up and one down. (Gemini adds before the reduce-scatter, scaled by
+// the group size; adding after it is the same sum.)
+void grads_to_host(StepState& st, int k, int mb) {
+  const GradBucket& gb = st.layout.buckets[k];
+  BucketBuffers& bb = st.bucket(k);
+  const DType gt = st.scenario.grad_dtype();
+  const int e = dtype_bytes(gt);
+  BufferId reduced = bb.grad, part = kNoId;
+  if (grad_group_size(st) > 1) {
+    part = st.program.buffer(st.buffer_name("rs_out", -1, mb).append(".B").append(std::to_string(k)),
+                             gb.shard_elements * e, gt, BufferRole::kComm);
+    st.program.alloc(part, Stream::kGradComm);
+    dp_collective(st, CollectiveOp::kReduceScatter, bb.grad, part, gb.elements * e, Phase::kBackward, grad_group(st));
+    reduced = part;
+  }
+  if (mb <= 0) {
+    st.program.copy(CopyDirection::kD2H, reduced, bb.grad_shard, Stream::kD2H);
+    // Freed behind the copy on its own stream: the compute stream goes on with the backward.
+    if (part != kNoId) st.program.free(part, Stream::kD2H);
+    st.grads_sent.push_back(st.program.free(bb.grad, Stream::kD2H));
+    bb.grad_live = false;
+    return;
+  } else {
+    const BufferId acc = st.program.buffer(st.buffer_name("grad_acc", -1, mb).append(".B").append(std::to_string(k)),
+                                           gb.shard_elements * e, gt, BufferRole::kGrad);
+    // Not before the chunk's backward has run on the compute stream (Gemini brings the shard up in
+    // the gradient hook): else the copy stream would allocate every chunk's buffer at once.
+    const TaskId after = st.program.last_on(Stream::kCompute);
+    if (after == kNoId) st.program.alloc(acc, Stream::kH2D);
+    else st.program.alloc(acc, Stream::kH2D, {after});
+    st.program.copy(CopyDirection::kH2D, bb.grad_shard, acc, Stream::kH2D);
+    st.kernel(Kernel::kAccumulate, Phase::kBackward, -1, mb, {gb.shard_elements}, {reduced}, {acc}, 0, gt);
+    st.program.copy(CopyDirection::kD2H, acc, bb.grad_shard, Stream::kD2H);
+    st.grads_sent.push_back(st.program.free(acc, Stream::kD2H));
+  }
+  st.release(part);
+  st.release(bb.grad);
+  bb.grad_live = false;
+}
 
 // Reduce bucket k's gradients over the data-parallel group (and the tied-table and Megatron-SP
 // norm all-reduces that must come first). mb: the micro-batch just finished, -1 at the end.
@@ -273,6 +337,10 @@ void sync_bucket(StepState& st, int k, int mb) {
       if (copy) dp_collective(st, CollectiveOp::kAllReduce, st.grads(u).table, st.grads(u).table,
                               st.program.buffer_at(st.grads(u).table).bytes, Phase::kBackward, emb);
     }
+  if (gb.host_optimizer) {
+    grads_to_host(st, k, mb);
+    return;
+  }
   if (grad_group_size(st) == 1) return;
   const GroupId dp = grad_group(st);
   const int64_t bytes = gb.elements * e;
@@ -298,7 +366,9 @@ void after_unit_backward(StepState& st, int unit, int mb) {
   const int k = st.layout.bucket_of_unit[unit];
   const GradBucket& gb = st.layout.buckets[k];
   if (unit != gb.units.back() || gb.deferred) return;
-  if (zero_stage(st) < 2 && (mb != st.micro_batches - 1 || !st.scenario.software.grad_reduce_overlap)) return;
+  if (zero_stage(st) < 2 && !gb.host_optimizer &&
+      (mb != st.micro_batches - 1 || !st.scenario.software.grad_reduce_overlap))
+    return;
   sync_bucket(st, k, mb);
 }
 
@@ -307,7 +377,8 @@ namespace {
 // Buckets reduced after the whole backward: those the layout defers, and with
 // software.grad_reduce_overlap off every bucket of ZeRO stages 0 and 1 (Megatron's local DDP).
 bool reduced_after_backward(const StepState& st, int k) {
-  return st.layout.buckets[k].deferred || (zero_stage(st) < 2 && !st.scenario.software.grad_reduce_overlap);
+  const GradBucket& gb = st.layout.buckets[k];
+  return gb.deferred || (zero_stage(st) < 2 && !gb.host_optimizer && !st.scenario.software.grad_reduce_overlap);
 }
 
 // A 4-byte fp32 all-reduce of a scalar over the model-parallel group (tensor, then pipeline; then
@@ -362,19 +433,19 @@ void emit_optimizer(StepState& st) {
     if (reduced_after_backward(st, k)) sync_bucket(st, k, -1);
   const int zero = zero_stage(st);
   const int e = dtype_bytes(st.dims.dtype);
-  const bool off = offload_optimizer(st);
   TaskId wait = optimizer_reductions(st);
+  std::vector<TaskId> params_sent;  // host Adam: the frees of the updated parameters copied up
   const int64_t step_bytes = optimizer_bytes_per_element(st.scenario);
   for (int k = 0; k < st.bucket_count(); ++k) {
     BucketBuffers& bb = st.bucket(k);
     const GradBucket& gb = st.layout.buckets[k];
     const int64_t n = zero >= 1 ? gb.shard_elements : gb.elements;
-    BufferId grad = zero == 0 ? bb.grad : bb.grad_shard;
+    BufferId grad = zero == 0 && !gb.host_optimizer ? bb.grad : bb.grad_shard;
     BufferId param = zero == 0 ? bb.param : bb.param_shard;
     if (gb.on_host) {
       host_chunk_step(st, k, grad, n, wait);
       wait = kNoId;
-    } else if (!off) {
+    } else if (!host_adam(st, k)) {
       BufferId master = bb.master != kNoId ? bb.master : param;
       Compute c;
       c.kernel = Kernel::kAdam;
@@ -388,11 +459,19 @@ void emit_optimizer(StepState& st) {
       wait = kNoId;
     } else {
       // Gradients down, Adam on the CPU over the fp32 master, parameters back up.
-      BufferId hgrad = st.program.buffer(bname(k, "host_grad"), n * e, st.dims.dtype, BufferRole::kGrad, Placement::kHost);
+      // (Under offload auto the gradient shard is on the host already: grads_to_host.)
+      const bool down = st.program.buffer_at(grad).placement != Placement::kHost;
+      BufferId hgrad = grad;
+      if (down) {
+        hgrad = st.program.buffer(bname(k, "host_grad"), n * e, st.dims.dtype, BufferRole::kGrad, Placement::kHost);
+        st.program.alloc(hgrad, Stream::kD2H);
+        st.program.copy(CopyDirection::kD2H, grad, hgrad, Stream::kD2H);
+      }
       BufferId hparam = st.program.buffer(bname(k, "host_param"), n * e, st.dims.dtype, BufferRole::kParam, Placement::kHost);
-      st.program.alloc(hgrad, Stream::kD2H);
-      st.program.copy(CopyDirection::kD2H, grad, hgrad, Stream::kD2H);
-      st.program.alloc(hparam, Stream::kHost);
+      // Not before the one two buckets back is on its way up: a copy stream slower than the host
+      // Adam would otherwise pile updated parameters up in host memory.
+      if (params_sent.size() >= 2) st.program.alloc(hparam, Stream::kHost, {params_sent[params_sent.size() - 2]});
+      else st.program.alloc(hparam, Stream::kHost);
       Compute c;
       c.kernel = Kernel::kAdam;
       c.dtype = st.dims.dtype;
@@ -401,14 +480,14 @@ void emit_optimizer(StepState& st) {
       c.inputs = {hgrad};
       c.outputs = {bb.master, bb.m, bb.v, hparam};
       st.program.compute(std::move(c), {}, Stream::kHost);
-      st.program.free(hgrad, Stream::kHost);
+      if (down) st.program.free(hgrad, Stream::kHost);
       st.program.copy(CopyDirection::kH2D, hparam, param, Stream::kH2D);
-      st.program.free(hparam, Stream::kH2D);
+      params_sent.push_back(st.program.free(hparam, Stream::kH2D));
     }
     if ((zero == 1 || zero == 2) && !st.scenario.software.overlap_param_gather)
       dp_collective(st, CollectiveOp::kAllGather, bb.param_shard, bb.param, gb.elements * e, Phase::kOptimizer,
                     grad_group(st));
-    st.release(zero < 2 ? bb.grad : bb.grad_shard);
+    st.release(zero < 2 && !gb.host_optimizer ? bb.grad : bb.grad_shard);
   }
   if (st.loss() != kNoId) {
     if (grad_group_size(st) > 1) {

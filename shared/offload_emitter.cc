@@ -5,8 +5,9 @@
 // ZeRO-3, all-gathered there into the whole chunk (the device copy of the shard is freed at once);
 // after its last use the whole chunk is freed as any ZeRO-3 chunk. Its gradient shard goes down to
 // the host after the backward and Adam runs on the host over the host shard (HybridAdam's CPU
-// half), so nothing comes back up until the next iteration's gather. Gradients stay on the device
-// during the backward in this increment (Gemini reuses the chunk's storage for them).
+// half), so nothing comes back up until the next iteration's gather. Under offload params the
+// gradients stay on the device during the backward; under offload auto each chunk's reduced
+// gradient shard is on the host after every micro-batch (grads_to_host, shared/grad_sync.cc).
 #include "shared/sequence_split.h"
 #include "shared/step_state.h"
 
@@ -53,11 +54,15 @@ void gather_host_chunk(StepState& st, int k, TaskId throttle) {
 void host_chunk_step(StepState& st, int k, BufferId grad, int64_t n, TaskId wait) {
   BucketBuffers& bb = st.bucket(k);
   const Buffer& g = st.program.buffer_at(grad);
-  const BufferId hgrad = st.program.buffer(chunk_name(k, "host_grad"), g.bytes, g.dtype, BufferRole::kGrad,
-                                           Placement::kHost);
-  st.program.alloc(hgrad, Stream::kD2H);
-  if (wait == kNoId) st.program.copy(CopyDirection::kD2H, grad, hgrad, Stream::kD2H);
-  else st.program.copy(CopyDirection::kD2H, grad, hgrad, Stream::kD2H, {wait});
+  // Under offload auto the gradient shard is on the host already (grads_to_host, grad_sync.cc).
+  const bool down = g.placement != Placement::kHost;
+  BufferId hgrad = grad;
+  if (down) {
+    hgrad = st.program.buffer(chunk_name(k, "host_grad"), g.bytes, g.dtype, BufferRole::kGrad, Placement::kHost);
+    st.program.alloc(hgrad, Stream::kD2H);
+    if (wait == kNoId) st.program.copy(CopyDirection::kD2H, grad, hgrad, Stream::kD2H);
+    else st.program.copy(CopyDirection::kD2H, grad, hgrad, Stream::kD2H, {wait});
+  }
   Compute c;
   c.kernel = Kernel::kAdam;
   c.dtype = st.dims.dtype;
@@ -65,8 +70,9 @@ void host_chunk_step(StepState& st, int k, BufferId grad, int64_t n, TaskId wait
   c.dims = {n};
   c.inputs = {hgrad};
   c.outputs = {bb.master != kNoId ? bb.master : bb.host_param, bb.m, bb.v, bb.host_param};
-  st.program.compute(std::move(c), {}, Stream::kHost);
-  st.program.free(hgrad, Stream::kHost);
+  if (wait == kNoId || down) st.program.compute(std::move(c), {}, Stream::kHost);
+  else st.program.compute(std::move(c), {wait}, Stream::kHost);
+  if (down) st.program.free(hgrad, Stream::kHost);
 }
 
 }  // namespace tandem

@@ -1,5 +1,6 @@
 #include "shared/offload_report.h"
 
+#include <string>
 #include <variant>
 
 #include "shared/chunk_layout.h"
@@ -14,13 +15,21 @@ void print_offload_text(std::ostream& os, const Schedule& s, const PlanSummary& 
   os << "\noffload     " << to_string(sc.strategy.offload) << "\n";
   if (uses_chunks(sc.strategy)) {
     const ParamLayout lay = make_param_layout(sc, 0, 0);
-    // The chunks' homes on the host are the host parameter buffers of the program (under auto
-    // the placement comes from the warm-up pass, not from the layout).
+    // The chunks' homes on the host are the program's host parameter buffers of the chunks
+    // ("B<k>.host_params", or the ZeRO-3 shard "B<k>.param_shard" placed on the host; under auto
+    // the placement comes from the warm-up pass, not from the layout). Not the "B<k>.host_param"
+    // that a device chunk's host Adam writes before the copy up.
     const Program p = s.program(s.rank_classes().front().representative);
+    auto ends_with = [](const std::string& n, const std::string& x) {
+      return n.size() >= x.size() && n.compare(n.size() - x.size(), x.size(), x) == 0;
+    };
     int host = 0;
     for (const Task& t : p.tasks)
-      if (const Alloc* a = std::get_if<Alloc>(&t.op))
-        host += p.buffers[a->buffer].placement == Placement::kHost && p.buffers[a->buffer].role == BufferRole::kParam;
+      if (const Alloc* a = std::get_if<Alloc>(&t.op)) {
+        const Buffer& b = p.buffers[a->buffer];
+        host += b.placement == Placement::kHost && b.role == BufferRole::kParam &&
+                (ends_with(b.name, ".host_params") || ends_with(b.name, ".param_shard"));
+      }
     os << "  chunks    " << lay.buckets.size() << " of " << lay.chunk_elements
        << " elements (Gemini's search), " << host << " on the host, " << lay.chunk_wasted_elements
        << " elements of padding (rank 0)\n";

@@ -54,6 +54,9 @@ struct GradBucket {
   // that is still waiting on this one).
   bool deferred = false;
   bool on_host = false;  // a Gemini chunk whose parameters and optimizer states live on the host
+  // offload auto: the chunk's optimizer states (fp32 master, Adam m and v) live on the host and
+  // Adam runs there, while its parameters may stay on the device (shared/chunk_layout.h).
+  bool host_optimizer = false;
 };
 
 struct ParamLayout {

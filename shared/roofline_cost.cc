@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "shared/error.h"
+#include "shared/host_copy_rate.h"
 
 namespace tandem {
 namespace {
@@ -17,7 +18,10 @@ double positive(double v, const char* field) {
 TaskCost roofline_cost(const Schedule& s) {
   const ClusterSpec& c = s.scenario().cluster;
   const double hbm_bytes_s = positive(c.hbm_bandwidth_gbps, "hbm_bandwidth_gbps") * 1e9;
-  const double pcie_bytes_s = positive(c.pcie_bandwidth_gbps, "pcie_bandwidth_gbps") * 1e9;
+  positive(c.pcie_bandwidth_gbps, "pcie_bandwidth_gbps");
+  // A host copy's share of its PCIe switch uplink and host memory with the node's GPUs copying
+  // at once (shared/host_copy_rate.h), at the peak figures.
+  const double pcie_bytes_s = host_copy_bytes_per_s(c, copying_gpus_per_node(c, s.world_size()));
   const double nvlink_bytes_s = positive(c.nvlink_bandwidth_gbps, "nvlink_bandwidth_gbps") * 1e9;
   const double launch_s = c.kernel_launch_us * 1e-6;
   const int per_node = std::max(1, c.gpus_per_node);

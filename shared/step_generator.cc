@@ -2,6 +2,8 @@
 // backward passes (each one micro-batch through one model chunk), then the optimizer.
 #include "shared/step_generator.h"
 
+#include <algorithm>
+
 #include "shared/auto_placement.h"
 #include "shared/error.h"
 #include "shared/pipeline_order.h"
@@ -141,8 +143,11 @@ std::unique_ptr<ProgramGenerator> make_step_generator(const Scenario& sc, const 
   const std::string where = sc.origin + ": ";
   auto gen = std::make_unique<StepGenerator>(sc, grid);
   if (s.offload == Offload::kAuto) {
-    const int chunks = int(make_param_layout(sc, 0, 0).buckets.size());
-    gen->set_host_chunks(plan_auto_placement(sc, chunks, [&](const std::vector<bool>& host) {
+    const ParamLayout layout = make_param_layout(sc, 0, 0);
+    int64_t largest = 0;  // a chunk's parameters gathered; chunks kept gathered are never evicted
+    for (const GradBucket& b : layout.buckets)
+      if (b.host_optimizer) largest = std::max(largest, b.elements * dtype_bytes(s.dtype));
+    gen->set_host_chunks(plan_auto_placement(sc, int(layout.buckets.size()), largest, [&](const std::vector<bool>& host) {
                            StepGenerator g(sc, grid);
                            g.set_host_chunks(host);
                            return g.generate(0);

@@ -120,6 +120,10 @@ class StepState {
   const StepDims dims;
   const ParamLayout layout;
   ProgramBuilder program;   // the program being written
+  // offload auto: the tasks that free each chunk's gradient once its shard is on the host, in
+  // backward order (grads_to_host, shared/grad_sync.cc); the next gradient waits for the one
+  // before last, so at most two are in flight on the copy stream.
+  std::vector<TaskId> grads_sent;
 
   GroupId tp_group() const { return groups.tp(coord); }
   GroupId sp_group() const { return groups.sp(coord); }
