@@ -11,6 +11,8 @@
 #include <utility>
 
 #include "search/layer_probe.h"
+#include "search/layout_rules.h"
+#include "search/memory_bound.h"
 #include "search/point_check.h"
 #include "search/search_wire.h"
 #include "shared/error.h"
@@ -83,11 +85,37 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
   std::string message, last_message;
   RuleCount* last_rule = nullptr;
   uint64_t order = 0;
+  // The layout rules, once per layout (search/layout_rules.h): the last layout seen, whether a
+  // layout rule refuses it, and the rule and message of the first of its points the loader refused.
+  LayoutKey layout;
+  bool have_layout = false, layout_refused = false;
+  RuleCount* layout_rule = nullptr;
+  std::string layout_message;
+  std::map<std::pair<std::tuple<int, int, int, int>, std::pair<int, int>>, std::pair<RuleCount*, std::string>> refused;
   for_each_candidate(shape, [&](const Candidate& c) {
     if (order++ % uint64_t(size) != uint64_t(rank)) return;
     ++part.points;
+    const LayoutKey key = layout_of(c);
+    if (!have_layout || !(key == layout)) {
+      layout = key, have_layout = true;
+      layout_refused = refused_by_layout(key, checker.base());
+      layout_rule = nullptr;
+      if (layout_refused) {
+        auto it = refused.find({{key.dp, key.tp, key.pp, key.sp}, {key.tp_mode, key.tp_depth}});
+        if (it != refused.end()) layout_rule = it->second.first, layout_message = it->second.second;
+      }
+    }
+    if (layout_refused && layout_rule && eligible(c, checker.base())) {
+      // The loader's verdict on an earlier point of this layout is every eligible point's.
+      ++layout_rule->count;
+      last_rule = layout_rule, last_message = layout_message;
+      return;
+    }
     const std::vector<std::string> point_sets = candidate_sets(c);
     bool ok = checker.check(point_sets, &point, &message);
+    if (ok && layout_refused)
+      throw Error("search: internal: the layout rules refuse a point the loader accepts: " + join_sets(point_sets),
+                  ErrorKind::kInternal);
     if (ok) {
       try {
         if (!probes) {
@@ -111,6 +139,10 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
         if (last_rule->count == 0) part.example_order[rule] = order;
       }
       if (last_rule->count++ == 0) last_rule->example = message;
+      if (layout_refused && eligible(c, checker.base())) {
+        layout_rule = last_rule, layout_message = message;
+        refused[{{key.dp, key.tp, key.pp, key.sp}, {key.tp_mode, key.tp_depth}}] = {layout_rule, message};
+      }
     }
   });
   part.valid = valid.size();
@@ -217,34 +249,57 @@ PlanVerdict plan_point(PointChecker& checker, const Candidate& c) {
   return {plan.peak_memory_bytes, plan.fits};
 }
 
-// Rank 0: the valid points planned in order until K fit (plan_batch plans up to `batch` points at
-// a time: the ranks' share, one point each), as one process walks them.
+// The lower bound of a valid point's planned peak (search/memory_bound.h).
+int64_t bound_point(PointChecker& checker, const Candidate& c) {
+  Scenario point;
+  std::string message;
+  if (!checker.check(candidate_sets(c), &point, &message))
+    throw Error("search: internal: a valid point no longer loads: " + message, ErrorKind::kInternal);
+  return peak_memory_lower_bound(point);
+}
+
+using PlanBatch = std::function<std::vector<PlanVerdict>(const std::vector<Candidate>&)>;
+
+// Rank 0: the valid points checked for memory in order until K fit, as one process walks them: a
+// point whose lower bound (bound) is over HBM is out of memory without a plan; the others are
+// planned up to `batch` at a time (plan_batch: the ranks' share, one point each).
 void walk(const std::vector<Valid>& valid, const SearchOptions& options, size_t batch,
-          const std::function<std::vector<PlanVerdict>(const std::vector<Candidate>&)>& plan_batch, SearchResult& r) {
+          const std::function<int64_t(const Candidate&)>& bound, const PlanBatch& plan_batch, SearchResult& r) {
   const bool vary = options.vary_batch;
   int64_t smallest_peak = -1;
-  std::string smallest_sets;
+  size_t smallest_at = 0;
+  std::vector<std::pair<int64_t, size_t>> bounded;  // (lower bound, index) of the points not planned
   size_t i = 0;
   while (i < valid.size() && r.best.size() < size_t(options.top)) {
+    // The next points up to `batch` planned ones; a point over HBM by its bound needs no plan.
     std::vector<Candidate> next;
-    for (size_t k = i; k < valid.size() && next.size() < batch; ++k) next.push_back(valid[k].candidate);
-    const std::vector<PlanVerdict> verdicts = plan_batch(next);
+    std::vector<int64_t> bounds;
+    for (size_t k = i; k < valid.size() && next.size() < batch; ++k) {
+      bounds.push_back(bound(valid[k].candidate));
+      if (bounds.back() <= r.hbm_bytes) next.push_back(valid[k].candidate);
+    }
+    const std::vector<PlanVerdict> verdicts = next.empty() ? std::vector<PlanVerdict>{} : plan_batch(next);
     // Points of the batch past the K-th fit are not walked (one process would not plan them).
-    for (size_t k = 0; k < verdicts.size() && r.best.size() < size_t(options.top); ++k, ++i) {
+    for (size_t k = 0, planned = 0; k < bounds.size() && r.best.size() < size_t(options.top); ++k, ++i) {
+      ++r.memory_planned;
+      if (bounds[k] > r.hbm_bytes) {
+        ++r.out_of_memory;
+        ++r.out_of_memory_by_bound;
+        bounded.push_back({bounds[k], i});
+        continue;
+      }
+      const PlanVerdict& v = verdicts[planned++];
+      if (smallest_peak < 0 || v.peak_bytes < smallest_peak || (v.peak_bytes == smallest_peak && i < smallest_at))
+        smallest_peak = v.peak_bytes, smallest_at = i;
+      if (!v.fits) {
+        ++r.out_of_memory;
+        continue;
+      }
       RankedPoint p;
       p.candidate = valid[i].candidate;
       p.sets = candidate_sets(p.candidate);
       p.estimate = valid[i].estimate;
-      ++r.memory_planned;
-      p.planned_peak_bytes = verdicts[k].peak_bytes;
-      if (smallest_peak < 0 || p.planned_peak_bytes < smallest_peak) {
-        smallest_peak = p.planned_peak_bytes;
-        smallest_sets = join_sets(p.sets);
-      }
-      if (!verdicts[k].fits) {
-        ++r.out_of_memory;
-        continue;
-      }
+      p.planned_peak_bytes = v.peak_bytes;
       auto tie = std::find_if(r.best.begin(), r.best.end(), [&](const RankedPoint& b) {
         return score(b.candidate, b.estimate, vary) == score(p.candidate, p.estimate, vary) &&
                b.planned_peak_bytes == p.planned_peak_bytes;
@@ -258,11 +313,29 @@ void walk(const std::vector<Valid>& valid, const SearchOptions& options, size_t 
     }
   }
   if (i < valid.size()) r.pruned[kPrunedByEstimate] = valid.size() - i;
-  if (r.best.empty())
-    throw Error("tandem search: the model fits nowhere on " + std::to_string(r.gpus) + " GPUs: the smallest planned peak of the " +
-                    std::to_string(r.valid) + " valid strategies is " + format_gib(smallest_peak) + " per GPU (" + smallest_sets +
-                    "), over the " + format_gib(r.hbm_bytes) + " of HBM",
-                ErrorKind::kBadInput);
+  if (!r.best.empty()) return;
+  // Nothing fits: the message names the smallest planned peak of the walk. A point left unplanned
+  // by its bound has a peak >= its bound, so only those with a bound up to the smallest peak so
+  // far can hold it (or tie it at an earlier place): they are planned, smallest bound first.
+  std::sort(bounded.begin(), bounded.end());
+  for (size_t k = 0; k < bounded.size();) {
+    if (smallest_peak >= 0 && bounded[k].first > smallest_peak) break;
+    std::vector<Candidate> next;
+    std::vector<size_t> at;
+    for (; k < bounded.size() && next.size() < batch; ++k) {
+      if (smallest_peak >= 0 && bounded[k].first > smallest_peak) break;
+      next.push_back(valid[bounded[k].second].candidate), at.push_back(bounded[k].second);
+    }
+    const std::vector<PlanVerdict> verdicts = plan_batch(next);
+    for (size_t j = 0; j < verdicts.size(); ++j)
+      if (smallest_peak < 0 || verdicts[j].peak_bytes < smallest_peak ||
+          (verdicts[j].peak_bytes == smallest_peak && at[j] < smallest_at))
+        smallest_peak = verdicts[j].peak_bytes, smallest_at = at[j];
+  }
+  throw Error("tandem search: the model fits nowhere on " + std::to_string(r.gpus) + " GPUs: the smallest planned peak of the " +
+                  std::to_string(r.valid) + " valid strategies is " + format_gib(smallest_peak) + " per GPU (" +
+                  join_sets(candidate_sets(valid[smallest_at].candidate)) + "), over the " + format_gib(r.hbm_bytes) + " of HBM",
+              ErrorKind::kBadInput);
 }
 
 // The planning rounds' messages from rank 0: a batch of points (rank k plans the k-th), or stop.
@@ -436,10 +509,11 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
       r.vary_batch = options.vary_batch;
       const std::vector<Valid> valid = merge_parts(parts, options, r);
       parts.clear();
+      const auto bound = [&](const Candidate& c) { return options.memory_bound ? bound_point(checker, c) : int64_t{0}; };
       if (ranks)
-        walk(valid, options, size_t(size), [&](const std::vector<Candidate>& b) { return plan_round(checker, *ranks, b); }, r);
+        walk(valid, options, size_t(size), bound, [&](const std::vector<Candidate>& b) { return plan_round(checker, *ranks, b); }, r);
       else
-        walk(valid, options, 1, [&](const std::vector<Candidate>& b) { return std::vector<PlanVerdict>{plan_point(checker, b[0])}; }, r);
+        walk(valid, options, 1, bound, [&](const std::vector<Candidate>& b) { return std::vector<PlanVerdict>{plan_point(checker, b[0])}; }, r);
       if (planning) ranks->broadcast_from_root(batch_to_bytes(true, {})), planning = false;
     } catch (...) {
       if (planning) ranks->broadcast_from_root(batch_to_bytes(true, {}));
