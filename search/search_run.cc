@@ -75,7 +75,7 @@ bool simulated_before(const RankedPoint& a, const RankedPoint& b, bool vary_batc
 
 // The points of `shape` dealt to this rank (enumeration order i from 1 goes to rank (i-1) mod
 // size): checked and estimated.
-RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int size) {
+RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int size, bool layout_rules) {
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
   RankPart part;
@@ -98,7 +98,7 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
     const LayoutKey key = layout_of(c);
     if (!have_layout || !(key == layout)) {
       layout = key, have_layout = true;
-      layout_refused = refused_by_layout(key, checker.base());
+      layout_refused = layout_rules && refused_by_layout(key, checker.base());
       layout_rule = nullptr;
       if (layout_refused) {
         auto it = refused.find({{key.dp, key.tp, key.pp, key.sp}, {key.tp_mode, key.tp_depth}});
@@ -482,7 +482,7 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
   // Each rank's share; an error of a rank goes to rank 0 (the others would wait for it forever).
   RankPart part;
   try {
-    part = rank_part(shape, checker, rank, size);
+    part = rank_part(shape, checker, rank, size, options.layout_rules);
   } catch (const Error& e) {
     if (!ranks) throw;
     part = RankPart{}, part.error_kind = int(e.kind()), part.error = e.what();

@@ -49,6 +49,9 @@ struct SearchOptions {
   // Points whose model states alone exceed HBM are out of memory without a plan (search/memory_bound.h);
   // false plans every point the walk reaches (the tests compare both).
   bool memory_bound = true;
+  // Points of a layout a layout rule refuses take the loader's message for the first of them
+  // (search/layout_rules.h); false loads every point (the tests compare both).
+  bool layout_rules = true;
 };
 
 struct RuleCount {
