@@ -14,7 +14,7 @@
 #include "search/layout_rules.h"
 #include "search/memory_bound.h"
 #include "search/point_check.h"
-#include "search/search_wire.h"
+#include "search/rank_messages.h"
 #include "shared/error.h"
 #include "shared/number_format.h"
 #include "shared/plan_summary.h"
@@ -155,45 +155,61 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
 }
 
 std::string to_bytes(const RankPart& p) {
-  WireWriter w;
-  w.put(p.points).put(p.valid).put(uint64_t(p.invalid.size()));
-  for (const auto& [rule, count] : p.invalid)
-    w.put_string(rule).put(count.count).put_string(count.example).put(p.example_order.at(rule));
-  w.put(uint64_t(p.probe_keys.size()));
-  for (const LayerProbes::Key& k : p.probe_keys) std::apply([&w](const auto&... v) { (w.put(v), ...); }, k);
-  w.put(p.has_cluster).put_string(p.scenario_name).put(p.hbm_bytes);
-  w.put(uint64_t(p.valid_points.size()));
-  for (const Valid& q : p.valid_points) w.put(q);
-  w.put(p.wall_s).put(p.cpu_s).put(p.error_kind).put_string(p.error);
-  return w.bytes();
+  proto::SearchRankPart m;
+  m.set_points(p.points);
+  m.set_valid(p.valid);
+  for (const auto& [rule, count] : p.invalid) {
+    proto::SearchRuleCount* c = m.add_invalid();
+    c->set_rule(rule), c->set_count(count.count), c->set_example(count.example);
+    c->set_example_order(p.example_order.at(rule));
+  }
+  for (const LayerProbes::Key& k : p.probe_keys) std::apply([&m](const auto&... v) { (m.add_probe_keys(int(v)), ...); }, k);
+  m.set_has_cluster(p.has_cluster);
+  m.set_scenario_name(p.scenario_name);
+  m.set_hbm_bytes(p.hbm_bytes);
+  for (const Valid& q : p.valid_points) {
+    proto::SearchValidPoint* v = m.add_valid_points();
+    to_proto(q.candidate, v->mutable_candidate());
+    to_proto(q.estimate, v->mutable_estimate());
+    v->set_order(q.order);
+  }
+  m.set_wall_s(p.wall_s);
+  m.set_cpu_s(p.cpu_s);
+  m.mutable_error()->set_kind(p.error_kind);
+  m.mutable_error()->set_message(p.error);
+  return m.SerializeAsString();
 }
 
 RankPart part_of(const std::string& bytes) {
-  WireReader in(bytes);
+  const auto m = parse_rank_message<proto::SearchRankPart>(bytes, "share of the space");
   RankPart p;
-  p.points = in.get<uint64_t>();
-  p.valid = in.get<uint64_t>();
-  for (uint64_t n = in.get<uint64_t>(); n > 0; --n) {
-    const std::string rule = in.get_string();
-    RuleCount& c = p.invalid[rule];
-    c.count = in.get<uint64_t>();
-    c.example = in.get_string();
-    p.example_order[rule] = in.get<uint64_t>();
+  p.points = m.points();
+  p.valid = m.valid();
+  for (const proto::SearchRuleCount& c : m.invalid()) {
+    RuleCount& r = p.invalid[c.rule()];
+    r.count = c.count();
+    r.example = c.example();
+    p.example_order[c.rule()] = c.example_order();
   }
-  for (uint64_t n = in.get<uint64_t>(); n > 0; --n) {
+  constexpr int kKeySize = int(std::tuple_size_v<LayerProbes::Key>);
+  if (m.probe_keys_size() % kKeySize != 0)
+    throw Error("search: internal: a rank's probe settings are not whole keys", ErrorKind::kInternal);
+  for (int at = 0; at < m.probe_keys_size(); at += kKeySize) {
     LayerProbes::Key k;
-    std::apply([&in](auto&... v) { ((v = in.get<std::remove_reference_t<decltype(v)>>()), ...); }, k);
+    int i = at;
+    std::apply([&](auto&... v) { ((v = std::remove_reference_t<decltype(v)>(m.probe_keys(i++))), ...); }, k);
     p.probe_keys.push_back(k);
   }
-  p.has_cluster = in.get<bool>();
-  p.scenario_name = in.get_string();
-  p.hbm_bytes = in.get<int64_t>();
-  for (uint64_t n = in.get<uint64_t>(); n > 0; --n) p.valid_points.push_back(in.get<Valid>());
-  p.wall_s = in.get<double>();
-  p.cpu_s = in.get<double>();
-  p.error_kind = in.get<int>();
-  p.error = in.get_string();
-  if (!in.done()) throw Error("search: internal: a rank's message is longer than its fields", ErrorKind::kInternal);
+  p.has_cluster = m.has_cluster();
+  p.scenario_name = m.scenario_name();
+  p.hbm_bytes = m.hbm_bytes();
+  p.valid_points.reserve(size_t(m.valid_points_size()));
+  for (const proto::SearchValidPoint& v : m.valid_points())
+    p.valid_points.push_back({from_proto(v.candidate()), from_proto(v.estimate()), v.order()});
+  p.wall_s = m.wall_s();
+  p.cpu_s = m.cpu_s();
+  p.error_kind = m.error().kind();
+  p.error = m.error().message();
   return p;
 }
 
@@ -340,16 +356,20 @@ void walk(const std::vector<Valid>& valid, const SearchOptions& options, size_t 
 
 // The planning rounds' messages from rank 0: a batch of points (rank k plans the k-th), or stop.
 std::string batch_to_bytes(bool stop, const std::vector<Candidate>& batch) {
-  WireWriter w;
-  w.put(stop).put(uint64_t(batch.size()));
-  for (const Candidate& c : batch) w.put(c);
-  return w.bytes();
+  proto::SearchPlanRound m;
+  m.set_stop(stop);
+  for (const Candidate& c : batch) to_proto(c, m.add_points());
+  return m.SerializeAsString();
 }
 
 std::string verdict_to_bytes(bool has, const PlanVerdict& v, int error_kind, const std::string& error) {
-  WireWriter w;
-  w.put(has).put(v).put(error_kind).put_string(error);
-  return w.bytes();
+  proto::SearchPlanVerdict m;
+  m.set_has(has);
+  m.set_peak_bytes(v.peak_bytes);
+  m.set_fits(v.fits);
+  m.mutable_error()->set_kind(error_kind);
+  m.mutable_error()->set_message(error);
+  return m.SerializeAsString();
 }
 
 // Plans this rank's point of the batch (rank k the k-th, if any); errors travel as text.
@@ -367,11 +387,10 @@ std::string plan_share(PointChecker& checker, const std::vector<Candidate>& batc
 // Ranks other than 0: plan their share of each batch rank 0 sends, until it says stop.
 void serve_plans(PointChecker& checker, const SearchRanks& ranks) {
   for (;;) {
-    const std::string bytes = ranks.broadcast_from_root(std::string());
-    WireReader in(bytes);
-    if (in.get<bool>()) return;
-    std::vector<Candidate> batch(in.get<uint64_t>());
-    for (Candidate& c : batch) c = in.get<Candidate>();
+    const auto m = parse_rank_message<proto::SearchPlanRound>(ranks.broadcast_from_root(std::string()), "planning round");
+    if (m.stop()) return;
+    std::vector<Candidate> batch;
+    for (const proto::SearchCandidate& c : m.points()) batch.push_back(from_proto(c));
     ranks.gather_to_root(plan_share(checker, batch, ranks.rank));
   }
 }
@@ -382,50 +401,23 @@ std::vector<PlanVerdict> plan_round(PointChecker& checker, const SearchRanks& ra
   const std::vector<std::string> all = ranks.gather_to_root(plan_share(checker, batch, 0));
   std::vector<PlanVerdict> out;
   for (size_t k = 0; k < batch.size(); ++k) {
-    WireReader in(all[k]);
-    const bool has = in.get<bool>();
-    const PlanVerdict v = in.get<PlanVerdict>();
-    const int kind = in.get<int>();
-    const std::string error = in.get_string();
-    if (!has) throw Error(error.empty() ? "search: internal: rank " + std::to_string(k) + " planned nothing" : error,
-                          error.empty() ? ErrorKind::kInternal : ErrorKind(kind));
-    out.push_back(v);
+    const auto m = parse_rank_message<proto::SearchPlanVerdict>(all[k], "plan");
+    const std::string& error = m.error().message();
+    if (!m.has()) throw Error(error.empty() ? "search: internal: rank " + std::to_string(k) + " planned nothing" : error,
+                              error.empty() ? ErrorKind::kInternal : ErrorKind(m.error().kind()));
+    out.push_back({m.peak_bytes(), m.fits()});
   }
   return out;
 }
 
 std::string runs_to_bytes(bool go, const std::vector<std::vector<std::string>>& runs) {
-  WireWriter w;
-  w.put(go).put(uint64_t(runs.size()));
+  proto::SearchRuns m;
+  m.set_go(go);
   for (const auto& run : runs) {
-    w.put(uint64_t(run.size()));
-    for (const std::string& s : run) w.put_string(s);
+    proto::SearchRuns::Run* r = m.add_runs();
+    for (const std::string& s : run) r->add_sets(s);
   }
-  return w.bytes();
-}
-
-void put_result(WireWriter& w, const sweep::PointResult& p) {
-  w.put(p.status).put_string(p.reason).put_string(p.scenario_name);
-  w.put(p.gpus).put(p.dp).put(p.tp).put(p.pp).put(p.sp);
-  w.put(p.iteration_time_s).put(p.iteration_time_low_s).put(p.iteration_time_high_s).put(p.tokens_per_s);
-  w.put(p.model_tflops_per_gpu).put(p.hardware_tflops_per_gpu).put(p.mfu).put(p.peak_memory_bytes);
-}
-
-sweep::PointResult get_result(WireReader& in) {
-  sweep::PointResult p;
-  p.status = in.get<sweep::PointStatus>();
-  p.reason = in.get_string();
-  p.scenario_name = in.get_string();
-  p.gpus = in.get<int>(), p.dp = in.get<int>(), p.tp = in.get<int>(), p.pp = in.get<int>(), p.sp = in.get<int>();
-  p.iteration_time_s = in.get<double>();
-  p.iteration_time_low_s = in.get<double>();
-  p.iteration_time_high_s = in.get<double>();
-  p.tokens_per_s = in.get<double>();
-  p.model_tflops_per_gpu = in.get<double>();
-  p.hardware_tflops_per_gpu = in.get<double>();
-  p.mfu = in.get<double>();
-  p.peak_memory_bytes = in.get<int64_t>();
-  return p;
+  return m.SerializeAsString();
 }
 
 // Simulates runs[i] for the i dealt to this rank (i mod size); on rank 0, every result.
@@ -442,15 +434,20 @@ std::vector<sweep::PointResult> simulate_runs(const std::string& scenario_path,
   for (size_t i = rank; i < runs.size(); i += size) mine.push_back(runs[i]);
   std::vector<sweep::PointResult> results = sweep::run_points(scenario_path, mine, ro);
   if (size == 1) return results;
-  WireWriter w;
-  for (const sweep::PointResult& p : results) put_result(w, p);
-  const std::vector<std::string> all = ranks->gather_to_root(w.bytes());
+  proto::SearchSimulated mine_done;
+  for (const sweep::PointResult& p : results) mine_done.add_points(sweep::encode_point_result(p));
+  const std::vector<std::string> all = ranks->gather_to_root(mine_done.SerializeAsString());
   if (rank != 0) return {};
   std::vector<sweep::PointResult> out(runs.size());
   for (int k = 0; k < size; ++k) {
-    WireReader in(all[k]);
-    for (size_t i = k; i < runs.size(); i += size) out[i] = get_result(in);
-    if (!in.done()) throw Error("search: internal: rank " + std::to_string(k) + " sent more results than dealt", ErrorKind::kInternal);
+    const auto m = parse_rank_message<proto::SearchSimulated>(all[k], "simulated points");
+    const size_t dealt = k < int(runs.size()) ? (runs.size() - size_t(k) + size_t(size) - 1) / size_t(size) : 0;
+    if (size_t(m.points_size()) != dealt)
+      throw Error("search: internal: rank " + std::to_string(k) + " sent " + std::to_string(m.points_size()) +
+                      " results for " + std::to_string(dealt) + " points",
+                  ErrorKind::kInternal);
+    size_t i = size_t(k);
+    for (const std::string& bytes : m.points()) out[i] = sweep::decode_point_result(bytes), i += size_t(size);
   }
   return out;
 }
@@ -532,14 +529,11 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
     return r;
   }
   if (ranks) {
-    const std::string bytes = ranks->broadcast_from_root(rank == 0 ? runs_to_bytes(true, runs) : std::string());
-    WireReader in(bytes);
-    if (!in.get<bool>()) return off_root();
-    runs.resize(in.get<uint64_t>());
-    for (auto& run : runs) {
-      run.resize(in.get<uint64_t>());
-      for (std::string& s : run) s = in.get_string();
-    }
+    const auto m = parse_rank_message<proto::SearchRuns>(
+        ranks->broadcast_from_root(rank == 0 ? runs_to_bytes(true, runs) : std::string()), "points to simulate");
+    if (!m.go()) return off_root();
+    runs.clear();
+    for (const proto::SearchRuns::Run& run : m.runs()) runs.emplace_back(run.sets().begin(), run.sets().end());
   }
   std::vector<sweep::PointResult> results = simulate_runs(scenario_path, runs, options, ranks);
   if (rank != 0) return off_root();
