@@ -75,7 +75,7 @@ bool simulated_before(const RankedPoint& a, const RankedPoint& b, bool vary_batc
 
 // The points of `shape` dealt to this rank (enumeration order i from 1 goes to rank (i-1) mod
 // size): checked and estimated.
-RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int size, bool layout_rules) {
+RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int size, bool shortcuts) {
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
   RankPart part;
@@ -92,13 +92,42 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
   RuleCount* layout_rule = nullptr;
   std::string layout_message;
   std::map<std::pair<std::tuple<int, int, int, int>, std::pair<int, int>>, std::pair<RuleCount*, std::string>> refused;
+  // The software switches (kSoftwareSwitches), once per setting of the other axes. Only the
+  // resolver's software part reads them (shared/software_rules.cc; the model, cluster and strategy
+  // parts and the size checks read no software field), and with every switch off its two rules on
+  // them (overlap_param_gather needs ZeRO 1 or 2, tp_comm_overlap megatron sp and tp > 1) pass. So
+  // when the point with every switch off (the base) is refused with message X, X is either a rule
+  // before those two, which every switch setting then meets first, or a size check after them
+  // (shared/size_rules.cc), which a setting whose switch rule fails does not reach. The point with
+  // every switch on fails every switch rule that any setting can fail: when it is refused with X
+  // too, either X comes first or no switch rule fails at all, and every setting is refused with X.
+  // Otherwise each setting goes to the loader.
+  Candidate switch_base;
+  bool have_switch_base = false, switch_base_refuses_all = false;
+  std::string switch_base_message;
+  Scenario scratch;
+  std::string scratch_message;
+  auto refused_with_every_switch = [&](const Candidate& c) {
+    Candidate base = c, on = c;
+    bool searched = false;
+    for (int i = 0; i < kSwitchCount; ++i)
+      if (c.switches[i] >= 0) base.switches[i] = 0, on.switches[i] = 1, searched = true;
+    if (!searched) return false;
+    if (!have_switch_base || candidate_sets(base) != candidate_sets(switch_base)) {
+      switch_base = base, have_switch_base = true, switch_base_refuses_all = false;
+      if (!checker.check(candidate_sets(base), &scratch, &switch_base_message) &&
+          !checker.check(candidate_sets(on), &scratch, &scratch_message))
+        switch_base_refuses_all = scratch_message == switch_base_message;
+    }
+    return switch_base_refuses_all;
+  };
   for_each_candidate(shape, [&](const Candidate& c) {
     if (order++ % uint64_t(size) != uint64_t(rank)) return;
     ++part.points;
     const LayoutKey key = layout_of(c);
     if (!have_layout || !(key == layout)) {
       layout = key, have_layout = true;
-      layout_refused = layout_rules && refused_by_layout(key, checker.base());
+      layout_refused = shortcuts && refused_by_layout(key, checker.base());
       layout_rule = nullptr;
       if (layout_refused) {
         auto it = refused.find({{key.dp, key.tp, key.pp, key.sp}, {key.tp_mode, key.tp_depth}});
@@ -112,7 +141,12 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
       return;
     }
     const std::vector<std::string> point_sets = candidate_sets(c);
-    bool ok = checker.check(point_sets, &point, &message);
+    bool ok;
+    if (shortcuts && refused_with_every_switch(c)) {
+      ok = false, message = switch_base_message;
+    } else {
+      ok = checker.check(point_sets, &point, &message);
+    }
     if (ok && layout_refused)
       throw Error("search: internal: the layout rules refuse a point the loader accepts: " + join_sets(point_sets),
                   ErrorKind::kInternal);
@@ -479,7 +513,7 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
   // Each rank's share; an error of a rank goes to rank 0 (the others would wait for it forever).
   RankPart part;
   try {
-    part = rank_part(shape, checker, rank, size, options.layout_rules);
+    part = rank_part(shape, checker, rank, size, options.rule_shortcuts);
   } catch (const Error& e) {
     if (!ranks) throw;
     part = RankPart{}, part.error_kind = int(e.kind()), part.error = e.what();

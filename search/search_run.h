@@ -50,8 +50,10 @@ struct SearchOptions {
   // false plans every point the walk reaches (the tests compare both).
   bool memory_bound = true;
   // Points of a layout a layout rule refuses take the loader's message for the first of them
-  // (search/layout_rules.h); false loads every point (the tests compare both).
-  bool layout_rules = true;
+  // (search/layout_rules.h), and the software switches' settings of a point refused with every
+  // switch off and every switch on alike take that message (search_run.cc, rank_part); false
+  // loads every point (the tests compare both).
+  bool rule_shortcuts = true;
 };
 
 struct RuleCount {
