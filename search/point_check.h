@@ -25,6 +25,8 @@ class PointChecker {
   int global_batch() const { return base_.strategy().global_batch(); }
   // The user's --set list with cluster.gpus=N appended when --gpus was given.
   const std::vector<std::string>& sets() const { return sets_; }
+  // The scenario with the user's --set list applied and the presets merged, before any point.
+  const proto::Scenario& base() const { return base_; }
 
   // Resolves the point. False, with the loader's message, when a rule refuses it.
   bool check(const std::vector<std::string>& point_sets, Scenario* out, std::string* message);

@@ -31,7 +31,8 @@ std::string search_table(const SearchResult& r) {
   std::string out;
   out += "tandem search: " + r.scenario_name + " on " + std::to_string(r.gpus) + " GPUs: " + std::to_string(r.points) +
          " points, " + std::to_string(r.valid) + " valid, " + std::to_string(r.out_of_memory) +
-         " out of memory (of " + std::to_string(r.memory_planned) + " planned)" +
+         " out of memory (of " + std::to_string(r.memory_planned) + " checked: " +
+         std::to_string(r.out_of_memory_by_bound) + " over HBM by the lower bound without a plan)" +
          (r.vary_batch ? "; global batch searched too, ranked by tokens/s" : "") + "\n";
   for (const auto& [rule, c] : r.invalid) out += "  invalid " + std::to_string(c.count) + ": " + rule + "\n";
   for (const auto& [rule, n] : r.pruned) out += "  pruned " + std::to_string(n) + ": " + rule + "\n";

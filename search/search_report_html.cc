@@ -165,7 +165,7 @@ std::string rules_section(const SearchResult& r) {
          "</td></tr>\n";
   for (const auto& [rule, n] : r.pruned) s += "<tr>" + td(std::to_string(n)) + "<td>pruned: " + escape(rule) + "</td><td></td></tr>\n";
   if (r.out_of_memory)
-    s += "<tr>" + td(std::to_string(r.out_of_memory)) + "<td>out of memory (the planner's peak over HBM)</td><td></td></tr>\n";
+    s += "<tr>" + td(std::to_string(r.out_of_memory)) + "<td>out of memory (the planner's peak, or the model states' lower bound, over HBM)</td><td></td></tr>\n";
   return s + "</table>\n";
 }
 
@@ -181,7 +181,8 @@ std::string search_html(const SearchResult& r) {
   for (const std::string& set : r.sets) s += " <code>--set " + escape(set) + "</code>";
   s += "<br><span id=\"counts\"" + attr("data-points", double(r.points)) + attr("data-valid", double(r.valid)) + ">" +
        std::to_string(r.points) + " points, " + std::to_string(r.valid) + " valid, " + std::to_string(r.out_of_memory) +
-       " out of memory (of " + std::to_string(r.memory_planned) + " planned), " + std::to_string(r.best.size()) +
+       " out of memory (of " + std::to_string(r.memory_planned) + " checked; " +
+       std::to_string(r.out_of_memory_by_bound) + " over HBM by the lower bound without a plan), " + std::to_string(r.best.size()) +
        " simulated</span>.</p>\n";
   s += "<h2>Pareto front: throughput against peak memory</h2>\n" + pareto_section(r, front);
   s += "<h2>The " + std::to_string(r.best.size()) + " best</h2>\n" + table_section(r, front);

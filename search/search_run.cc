@@ -11,8 +11,10 @@
 #include <utility>
 
 #include "search/layer_probe.h"
+#include "search/layout_rules.h"
+#include "search/memory_bound.h"
 #include "search/point_check.h"
-#include "search/search_wire.h"
+#include "search/rank_messages.h"
 #include "shared/error.h"
 #include "shared/number_format.h"
 #include "shared/plan_summary.h"
@@ -73,7 +75,7 @@ bool simulated_before(const RankedPoint& a, const RankedPoint& b, bool vary_batc
 
 // The points of `shape` dealt to this rank (enumeration order i from 1 goes to rank (i-1) mod
 // size): checked and estimated.
-RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int size) {
+RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int size, bool shortcuts) {
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
   RankPart part;
@@ -83,11 +85,71 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
   std::string message, last_message;
   RuleCount* last_rule = nullptr;
   uint64_t order = 0;
+  // The layout rules, once per layout (search/layout_rules.h): the last layout seen, whether a
+  // layout rule refuses it, and the rule and message of the first of its points the loader refused.
+  LayoutKey layout;
+  bool have_layout = false, layout_refused = false;
+  RuleCount* layout_rule = nullptr;
+  std::string layout_message;
+  std::map<std::pair<std::tuple<int, int, int, int>, std::pair<int, int>>, std::pair<RuleCount*, std::string>> refused;
+  // The software switches (kSoftwareSwitches), once per setting of the other axes. Only the
+  // resolver's software part reads them (shared/software_rules.cc; the model, cluster and strategy
+  // parts and the size checks read no software field), and with every switch off its two rules on
+  // them (overlap_param_gather needs ZeRO 1 or 2, tp_comm_overlap megatron sp and tp > 1) pass. So
+  // when the point with every switch off (the base) is refused with message X, X is either a rule
+  // before those two, which every switch setting then meets first, or a size check after them
+  // (shared/size_rules.cc), which a setting whose switch rule fails does not reach. The point with
+  // every switch on fails every switch rule that any setting can fail: when it is refused with X
+  // too, either X comes first or no switch rule fails at all, and every setting is refused with X.
+  // Otherwise each setting goes to the loader.
+  Candidate switch_base;
+  bool have_switch_base = false, switch_base_refuses_all = false;
+  std::string switch_base_message;
+  Scenario scratch;
+  std::string scratch_message;
+  auto refused_with_every_switch = [&](const Candidate& c) {
+    Candidate base = c, on = c;
+    bool searched = false;
+    for (int i = 0; i < kSwitchCount; ++i)
+      if (c.switches[i] >= 0) base.switches[i] = 0, on.switches[i] = 1, searched = true;
+    if (!searched) return false;
+    if (!have_switch_base || candidate_sets(base) != candidate_sets(switch_base)) {
+      switch_base = base, have_switch_base = true, switch_base_refuses_all = false;
+      if (!checker.check(candidate_sets(base), &scratch, &switch_base_message) &&
+          !checker.check(candidate_sets(on), &scratch, &scratch_message))
+        switch_base_refuses_all = scratch_message == switch_base_message;
+    }
+    return switch_base_refuses_all;
+  };
   for_each_candidate(shape, [&](const Candidate& c) {
     if (order++ % uint64_t(size) != uint64_t(rank)) return;
     ++part.points;
+    const LayoutKey key = layout_of(c);
+    if (!have_layout || !(key == layout)) {
+      layout = key, have_layout = true;
+      layout_refused = shortcuts && refused_by_layout(key, checker.base());
+      layout_rule = nullptr;
+      if (layout_refused) {
+        auto it = refused.find({{key.dp, key.tp, key.pp, key.sp}, {key.tp_mode, key.tp_depth}});
+        if (it != refused.end()) layout_rule = it->second.first, layout_message = it->second.second;
+      }
+    }
+    if (layout_refused && layout_rule && eligible(c, checker.base())) {
+      // The loader's verdict on an earlier point of this layout is every eligible point's.
+      ++layout_rule->count;
+      last_rule = layout_rule, last_message = layout_message;
+      return;
+    }
     const std::vector<std::string> point_sets = candidate_sets(c);
-    bool ok = checker.check(point_sets, &point, &message);
+    bool ok;
+    if (shortcuts && refused_with_every_switch(c)) {
+      ok = false, message = switch_base_message;
+    } else {
+      ok = checker.check(point_sets, &point, &message);
+    }
+    if (ok && layout_refused)
+      throw Error("search: internal: the layout rules refuse a point the loader accepts: " + join_sets(point_sets),
+                  ErrorKind::kInternal);
     if (ok) {
       try {
         if (!probes) {
@@ -111,6 +173,10 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
         if (last_rule->count == 0) part.example_order[rule] = order;
       }
       if (last_rule->count++ == 0) last_rule->example = message;
+      if (layout_refused && eligible(c, checker.base())) {
+        layout_rule = last_rule, layout_message = message;
+        refused[{{key.dp, key.tp, key.pp, key.sp}, {key.tp_mode, key.tp_depth}}] = {layout_rule, message};
+      }
     }
   });
   part.valid = valid.size();
@@ -123,45 +189,61 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
 }
 
 std::string to_bytes(const RankPart& p) {
-  WireWriter w;
-  w.put(p.points).put(p.valid).put(uint64_t(p.invalid.size()));
-  for (const auto& [rule, count] : p.invalid)
-    w.put_string(rule).put(count.count).put_string(count.example).put(p.example_order.at(rule));
-  w.put(uint64_t(p.probe_keys.size()));
-  for (const LayerProbes::Key& k : p.probe_keys) std::apply([&w](const auto&... v) { (w.put(v), ...); }, k);
-  w.put(p.has_cluster).put_string(p.scenario_name).put(p.hbm_bytes);
-  w.put(uint64_t(p.valid_points.size()));
-  for (const Valid& q : p.valid_points) w.put(q);
-  w.put(p.wall_s).put(p.cpu_s).put(p.error_kind).put_string(p.error);
-  return w.bytes();
+  proto::SearchRankPart m;
+  m.set_points(p.points);
+  m.set_valid(p.valid);
+  for (const auto& [rule, count] : p.invalid) {
+    proto::SearchRuleCount* c = m.add_invalid();
+    c->set_rule(rule), c->set_count(count.count), c->set_example(count.example);
+    c->set_example_order(p.example_order.at(rule));
+  }
+  for (const LayerProbes::Key& k : p.probe_keys) std::apply([&m](const auto&... v) { (m.add_probe_keys(int(v)), ...); }, k);
+  m.set_has_cluster(p.has_cluster);
+  m.set_scenario_name(p.scenario_name);
+  m.set_hbm_bytes(p.hbm_bytes);
+  for (const Valid& q : p.valid_points) {
+    proto::SearchValidPoint* v = m.add_valid_points();
+    to_proto(q.candidate, v->mutable_candidate());
+    to_proto(q.estimate, v->mutable_estimate());
+    v->set_order(q.order);
+  }
+  m.set_wall_s(p.wall_s);
+  m.set_cpu_s(p.cpu_s);
+  m.mutable_error()->set_kind(p.error_kind);
+  m.mutable_error()->set_message(p.error);
+  return m.SerializeAsString();
 }
 
 RankPart part_of(const std::string& bytes) {
-  WireReader in(bytes);
+  const auto m = parse_rank_message<proto::SearchRankPart>(bytes, "share of the space");
   RankPart p;
-  p.points = in.get<uint64_t>();
-  p.valid = in.get<uint64_t>();
-  for (uint64_t n = in.get<uint64_t>(); n > 0; --n) {
-    const std::string rule = in.get_string();
-    RuleCount& c = p.invalid[rule];
-    c.count = in.get<uint64_t>();
-    c.example = in.get_string();
-    p.example_order[rule] = in.get<uint64_t>();
+  p.points = m.points();
+  p.valid = m.valid();
+  for (const proto::SearchRuleCount& c : m.invalid()) {
+    RuleCount& r = p.invalid[c.rule()];
+    r.count = c.count();
+    r.example = c.example();
+    p.example_order[c.rule()] = c.example_order();
   }
-  for (uint64_t n = in.get<uint64_t>(); n > 0; --n) {
+  constexpr int kKeySize = int(std::tuple_size_v<LayerProbes::Key>);
+  if (m.probe_keys_size() % kKeySize != 0)
+    throw Error("search: internal: a rank's probe settings are not whole keys", ErrorKind::kInternal);
+  for (int at = 0; at < m.probe_keys_size(); at += kKeySize) {
     LayerProbes::Key k;
-    std::apply([&in](auto&... v) { ((v = in.get<std::remove_reference_t<decltype(v)>>()), ...); }, k);
+    int i = at;
+    std::apply([&](auto&... v) { ((v = std::remove_reference_t<decltype(v)>(m.probe_keys(i++))), ...); }, k);
     p.probe_keys.push_back(k);
   }
-  p.has_cluster = in.get<bool>();
-  p.scenario_name = in.get_string();
-  p.hbm_bytes = in.get<int64_t>();
-  for (uint64_t n = in.get<uint64_t>(); n > 0; --n) p.valid_points.push_back(in.get<Valid>());
-  p.wall_s = in.get<double>();
-  p.cpu_s = in.get<double>();
-  p.error_kind = in.get<int>();
-  p.error = in.get_string();
-  if (!in.done()) throw Error("search: internal: a rank's message is longer than its fields", ErrorKind::kInternal);
+  p.has_cluster = m.has_cluster();
+  p.scenario_name = m.scenario_name();
+  p.hbm_bytes = m.hbm_bytes();
+  p.valid_points.reserve(size_t(m.valid_points_size()));
+  for (const proto::SearchValidPoint& v : m.valid_points())
+    p.valid_points.push_back({from_proto(v.candidate()), from_proto(v.estimate()), v.order()});
+  p.wall_s = m.wall_s();
+  p.cpu_s = m.cpu_s();
+  p.error_kind = m.error().kind();
+  p.error = m.error().message();
   return p;
 }
 
@@ -217,34 +299,57 @@ PlanVerdict plan_point(PointChecker& checker, const Candidate& c) {
   return {plan.peak_memory_bytes, plan.fits};
 }
 
-// Rank 0: the valid points planned in order until K fit (plan_batch plans up to `batch` points at
-// a time: the ranks' share, one point each), as one process walks them.
+// The lower bound of a valid point's planned peak (search/memory_bound.h).
+int64_t bound_point(PointChecker& checker, const Candidate& c) {
+  Scenario point;
+  std::string message;
+  if (!checker.check(candidate_sets(c), &point, &message))
+    throw Error("search: internal: a valid point no longer loads: " + message, ErrorKind::kInternal);
+  return peak_memory_lower_bound(point);
+}
+
+using PlanBatch = std::function<std::vector<PlanVerdict>(const std::vector<Candidate>&)>;
+
+// Rank 0: the valid points checked for memory in order until K fit, as one process walks them: a
+// point whose lower bound (bound) is over HBM is out of memory without a plan; the others are
+// planned up to `batch` at a time (plan_batch: the ranks' share, one point each).
 void walk(const std::vector<Valid>& valid, const SearchOptions& options, size_t batch,
-          const std::function<std::vector<PlanVerdict>(const std::vector<Candidate>&)>& plan_batch, SearchResult& r) {
+          const std::function<int64_t(const Candidate&)>& bound, const PlanBatch& plan_batch, SearchResult& r) {
   const bool vary = options.vary_batch;
   int64_t smallest_peak = -1;
-  std::string smallest_sets;
+  size_t smallest_at = 0;
+  std::vector<std::pair<int64_t, size_t>> bounded;  // (lower bound, index) of the points not planned
   size_t i = 0;
   while (i < valid.size() && r.best.size() < size_t(options.top)) {
+    // The next points up to `batch` planned ones; a point over HBM by its bound needs no plan.
     std::vector<Candidate> next;
-    for (size_t k = i; k < valid.size() && next.size() < batch; ++k) next.push_back(valid[k].candidate);
-    const std::vector<PlanVerdict> verdicts = plan_batch(next);
+    std::vector<int64_t> bounds;
+    for (size_t k = i; k < valid.size() && next.size() < batch; ++k) {
+      bounds.push_back(bound(valid[k].candidate));
+      if (bounds.back() <= r.hbm_bytes) next.push_back(valid[k].candidate);
+    }
+    const std::vector<PlanVerdict> verdicts = next.empty() ? std::vector<PlanVerdict>{} : plan_batch(next);
     // Points of the batch past the K-th fit are not walked (one process would not plan them).
-    for (size_t k = 0; k < verdicts.size() && r.best.size() < size_t(options.top); ++k, ++i) {
+    for (size_t k = 0, planned = 0; k < bounds.size() && r.best.size() < size_t(options.top); ++k, ++i) {
+      ++r.memory_planned;
+      if (bounds[k] > r.hbm_bytes) {
+        ++r.out_of_memory;
+        ++r.out_of_memory_by_bound;
+        bounded.push_back({bounds[k], i});
+        continue;
+      }
+      const PlanVerdict& v = verdicts[planned++];
+      if (smallest_peak < 0 || v.peak_bytes < smallest_peak || (v.peak_bytes == smallest_peak && i < smallest_at))
+        smallest_peak = v.peak_bytes, smallest_at = i;
+      if (!v.fits) {
+        ++r.out_of_memory;
+        continue;
+      }
       RankedPoint p;
       p.candidate = valid[i].candidate;
       p.sets = candidate_sets(p.candidate);
       p.estimate = valid[i].estimate;
-      ++r.memory_planned;
-      p.planned_peak_bytes = verdicts[k].peak_bytes;
-      if (smallest_peak < 0 || p.planned_peak_bytes < smallest_peak) {
-        smallest_peak = p.planned_peak_bytes;
-        smallest_sets = join_sets(p.sets);
-      }
-      if (!verdicts[k].fits) {
-        ++r.out_of_memory;
-        continue;
-      }
+      p.planned_peak_bytes = v.peak_bytes;
       auto tie = std::find_if(r.best.begin(), r.best.end(), [&](const RankedPoint& b) {
         return score(b.candidate, b.estimate, vary) == score(p.candidate, p.estimate, vary) &&
                b.planned_peak_bytes == p.planned_peak_bytes;
@@ -258,25 +363,47 @@ void walk(const std::vector<Valid>& valid, const SearchOptions& options, size_t 
     }
   }
   if (i < valid.size()) r.pruned[kPrunedByEstimate] = valid.size() - i;
-  if (r.best.empty())
-    throw Error("tandem search: the model fits nowhere on " + std::to_string(r.gpus) + " GPUs: the smallest planned peak of the " +
-                    std::to_string(r.valid) + " valid strategies is " + format_gib(smallest_peak) + " per GPU (" + smallest_sets +
-                    "), over the " + format_gib(r.hbm_bytes) + " of HBM",
-                ErrorKind::kBadInput);
+  if (!r.best.empty()) return;
+  // Nothing fits: the message names the smallest planned peak of the walk. A point left unplanned
+  // by its bound has a peak >= its bound, so only those with a bound up to the smallest peak so
+  // far can hold it (or tie it at an earlier place): they are planned, smallest bound first.
+  std::sort(bounded.begin(), bounded.end());
+  for (size_t k = 0; k < bounded.size();) {
+    if (smallest_peak >= 0 && bounded[k].first > smallest_peak) break;
+    std::vector<Candidate> next;
+    std::vector<size_t> at;
+    for (; k < bounded.size() && next.size() < batch; ++k) {
+      if (smallest_peak >= 0 && bounded[k].first > smallest_peak) break;
+      next.push_back(valid[bounded[k].second].candidate), at.push_back(bounded[k].second);
+    }
+    const std::vector<PlanVerdict> verdicts = plan_batch(next);
+    for (size_t j = 0; j < verdicts.size(); ++j)
+      if (smallest_peak < 0 || verdicts[j].peak_bytes < smallest_peak ||
+          (verdicts[j].peak_bytes == smallest_peak && at[j] < smallest_at))
+        smallest_peak = verdicts[j].peak_bytes, smallest_at = at[j];
+  }
+  throw Error("tandem search: the model fits nowhere on " + std::to_string(r.gpus) + " GPUs: the smallest planned peak of the " +
+                  std::to_string(r.valid) + " valid strategies is " + format_gib(smallest_peak) + " per GPU (" +
+                  join_sets(candidate_sets(valid[smallest_at].candidate)) + "), over the " + format_gib(r.hbm_bytes) + " of HBM",
+              ErrorKind::kBadInput);
 }
 
 // The planning rounds' messages from rank 0: a batch of points (rank k plans the k-th), or stop.
 std::string batch_to_bytes(bool stop, const std::vector<Candidate>& batch) {
-  WireWriter w;
-  w.put(stop).put(uint64_t(batch.size()));
-  for (const Candidate& c : batch) w.put(c);
-  return w.bytes();
+  proto::SearchPlanRound m;
+  m.set_stop(stop);
+  for (const Candidate& c : batch) to_proto(c, m.add_points());
+  return m.SerializeAsString();
 }
 
 std::string verdict_to_bytes(bool has, const PlanVerdict& v, int error_kind, const std::string& error) {
-  WireWriter w;
-  w.put(has).put(v).put(error_kind).put_string(error);
-  return w.bytes();
+  proto::SearchPlanVerdict m;
+  m.set_has(has);
+  m.set_peak_bytes(v.peak_bytes);
+  m.set_fits(v.fits);
+  m.mutable_error()->set_kind(error_kind);
+  m.mutable_error()->set_message(error);
+  return m.SerializeAsString();
 }
 
 // Plans this rank's point of the batch (rank k the k-th, if any); errors travel as text.
@@ -294,11 +421,10 @@ std::string plan_share(PointChecker& checker, const std::vector<Candidate>& batc
 // Ranks other than 0: plan their share of each batch rank 0 sends, until it says stop.
 void serve_plans(PointChecker& checker, const SearchRanks& ranks) {
   for (;;) {
-    const std::string bytes = ranks.broadcast_from_root(std::string());
-    WireReader in(bytes);
-    if (in.get<bool>()) return;
-    std::vector<Candidate> batch(in.get<uint64_t>());
-    for (Candidate& c : batch) c = in.get<Candidate>();
+    const auto m = parse_rank_message<proto::SearchPlanRound>(ranks.broadcast_from_root(std::string()), "planning round");
+    if (m.stop()) return;
+    std::vector<Candidate> batch;
+    for (const proto::SearchCandidate& c : m.points()) batch.push_back(from_proto(c));
     ranks.gather_to_root(plan_share(checker, batch, ranks.rank));
   }
 }
@@ -309,50 +435,23 @@ std::vector<PlanVerdict> plan_round(PointChecker& checker, const SearchRanks& ra
   const std::vector<std::string> all = ranks.gather_to_root(plan_share(checker, batch, 0));
   std::vector<PlanVerdict> out;
   for (size_t k = 0; k < batch.size(); ++k) {
-    WireReader in(all[k]);
-    const bool has = in.get<bool>();
-    const PlanVerdict v = in.get<PlanVerdict>();
-    const int kind = in.get<int>();
-    const std::string error = in.get_string();
-    if (!has) throw Error(error.empty() ? "search: internal: rank " + std::to_string(k) + " planned nothing" : error,
-                          error.empty() ? ErrorKind::kInternal : ErrorKind(kind));
-    out.push_back(v);
+    const auto m = parse_rank_message<proto::SearchPlanVerdict>(all[k], "plan");
+    const std::string& error = m.error().message();
+    if (!m.has()) throw Error(error.empty() ? "search: internal: rank " + std::to_string(k) + " planned nothing" : error,
+                              error.empty() ? ErrorKind::kInternal : ErrorKind(m.error().kind()));
+    out.push_back({m.peak_bytes(), m.fits()});
   }
   return out;
 }
 
 std::string runs_to_bytes(bool go, const std::vector<std::vector<std::string>>& runs) {
-  WireWriter w;
-  w.put(go).put(uint64_t(runs.size()));
+  proto::SearchRuns m;
+  m.set_go(go);
   for (const auto& run : runs) {
-    w.put(uint64_t(run.size()));
-    for (const std::string& s : run) w.put_string(s);
+    proto::SearchRuns::Run* r = m.add_runs();
+    for (const std::string& s : run) r->add_sets(s);
   }
-  return w.bytes();
-}
-
-void put_result(WireWriter& w, const sweep::PointResult& p) {
-  w.put(p.status).put_string(p.reason).put_string(p.scenario_name);
-  w.put(p.gpus).put(p.dp).put(p.tp).put(p.pp).put(p.sp);
-  w.put(p.iteration_time_s).put(p.iteration_time_low_s).put(p.iteration_time_high_s).put(p.tokens_per_s);
-  w.put(p.model_tflops_per_gpu).put(p.hardware_tflops_per_gpu).put(p.mfu).put(p.peak_memory_bytes);
-}
-
-sweep::PointResult get_result(WireReader& in) {
-  sweep::PointResult p;
-  p.status = in.get<sweep::PointStatus>();
-  p.reason = in.get_string();
-  p.scenario_name = in.get_string();
-  p.gpus = in.get<int>(), p.dp = in.get<int>(), p.tp = in.get<int>(), p.pp = in.get<int>(), p.sp = in.get<int>();
-  p.iteration_time_s = in.get<double>();
-  p.iteration_time_low_s = in.get<double>();
-  p.iteration_time_high_s = in.get<double>();
-  p.tokens_per_s = in.get<double>();
-  p.model_tflops_per_gpu = in.get<double>();
-  p.hardware_tflops_per_gpu = in.get<double>();
-  p.mfu = in.get<double>();
-  p.peak_memory_bytes = in.get<int64_t>();
-  return p;
+  return m.SerializeAsString();
 }
 
 // Simulates runs[i] for the i dealt to this rank (i mod size); on rank 0, every result.
@@ -369,15 +468,20 @@ std::vector<sweep::PointResult> simulate_runs(const std::string& scenario_path,
   for (size_t i = rank; i < runs.size(); i += size) mine.push_back(runs[i]);
   std::vector<sweep::PointResult> results = sweep::run_points(scenario_path, mine, ro);
   if (size == 1) return results;
-  WireWriter w;
-  for (const sweep::PointResult& p : results) put_result(w, p);
-  const std::vector<std::string> all = ranks->gather_to_root(w.bytes());
+  proto::SearchSimulated mine_done;
+  for (const sweep::PointResult& p : results) mine_done.add_points(sweep::encode_point_result(p));
+  const std::vector<std::string> all = ranks->gather_to_root(mine_done.SerializeAsString());
   if (rank != 0) return {};
   std::vector<sweep::PointResult> out(runs.size());
   for (int k = 0; k < size; ++k) {
-    WireReader in(all[k]);
-    for (size_t i = k; i < runs.size(); i += size) out[i] = get_result(in);
-    if (!in.done()) throw Error("search: internal: rank " + std::to_string(k) + " sent more results than dealt", ErrorKind::kInternal);
+    const auto m = parse_rank_message<proto::SearchSimulated>(all[k], "simulated points");
+    const size_t dealt = k < int(runs.size()) ? (runs.size() - size_t(k) + size_t(size) - 1) / size_t(size) : 0;
+    if (size_t(m.points_size()) != dealt)
+      throw Error("search: internal: rank " + std::to_string(k) + " sent " + std::to_string(m.points_size()) +
+                      " results for " + std::to_string(dealt) + " points",
+                  ErrorKind::kInternal);
+    size_t i = size_t(k);
+    for (const std::string& bytes : m.points()) out[i] = sweep::decode_point_result(bytes), i += size_t(size);
   }
   return out;
 }
@@ -409,7 +513,7 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
   // Each rank's share; an error of a rank goes to rank 0 (the others would wait for it forever).
   RankPart part;
   try {
-    part = rank_part(shape, checker, rank, size);
+    part = rank_part(shape, checker, rank, size, options.rule_shortcuts);
   } catch (const Error& e) {
     if (!ranks) throw;
     part = RankPart{}, part.error_kind = int(e.kind()), part.error = e.what();
@@ -436,10 +540,11 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
       r.vary_batch = options.vary_batch;
       const std::vector<Valid> valid = merge_parts(parts, options, r);
       parts.clear();
+      const auto bound = [&](const Candidate& c) { return options.memory_bound ? bound_point(checker, c) : int64_t{0}; };
       if (ranks)
-        walk(valid, options, size_t(size), [&](const std::vector<Candidate>& b) { return plan_round(checker, *ranks, b); }, r);
+        walk(valid, options, size_t(size), bound, [&](const std::vector<Candidate>& b) { return plan_round(checker, *ranks, b); }, r);
       else
-        walk(valid, options, 1, [&](const std::vector<Candidate>& b) { return std::vector<PlanVerdict>{plan_point(checker, b[0])}; }, r);
+        walk(valid, options, 1, bound, [&](const std::vector<Candidate>& b) { return std::vector<PlanVerdict>{plan_point(checker, b[0])}; }, r);
       if (planning) ranks->broadcast_from_root(batch_to_bytes(true, {})), planning = false;
     } catch (...) {
       if (planning) ranks->broadcast_from_root(batch_to_bytes(true, {}));
@@ -458,14 +563,11 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
     return r;
   }
   if (ranks) {
-    const std::string bytes = ranks->broadcast_from_root(rank == 0 ? runs_to_bytes(true, runs) : std::string());
-    WireReader in(bytes);
-    if (!in.get<bool>()) return off_root();
-    runs.resize(in.get<uint64_t>());
-    for (auto& run : runs) {
-      run.resize(in.get<uint64_t>());
-      for (std::string& s : run) s = in.get_string();
-    }
+    const auto m = parse_rank_message<proto::SearchRuns>(
+        ranks->broadcast_from_root(rank == 0 ? runs_to_bytes(true, runs) : std::string()), "points to simulate");
+    if (!m.go()) return off_root();
+    runs.clear();
+    for (const proto::SearchRuns::Run& run : m.runs()) runs.emplace_back(run.sets().begin(), run.sets().end());
   }
   std::vector<sweep::PointResult> results = simulate_runs(scenario_path, runs, options, ranks);
   if (rank != 0) return off_root();

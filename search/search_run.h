@@ -46,6 +46,14 @@ struct SearchOptions {
   sim::SimOptions sim;
   std::function<void(size_t done, size_t total)> on_progress;
   const SearchRanks* ranks = nullptr;  // nullptr: this process alone
+  // Points whose model states alone exceed HBM are out of memory without a plan (search/memory_bound.h);
+  // false plans every point the walk reaches (the tests compare both).
+  bool memory_bound = true;
+  // Points of a layout a layout rule refuses take the loader's message for the first of them
+  // (search/layout_rules.h), and the software switches' settings of a point refused with every
+  // switch off and every switch on alike take that message (search_run.cc, rank_part); false
+  // loads every point (the tests compare both).
+  bool rule_shortcuts = true;
 };
 
 struct RuleCount {
@@ -72,8 +80,13 @@ struct SearchResult {
   uint64_t points = 0, valid = 0;
   std::map<std::string, RuleCount> invalid;  // by rule (rule_of)
   std::map<std::string, uint64_t> pruned;    // by rule
-  uint64_t out_of_memory = 0;                // planned peak over HBM
+  // The walk's memory checks (in estimate order until K fit): memory_planned counts the points
+  // checked, out_of_memory those over HBM, by the planner's peak or, without a plan, by the lower
+  // bound of search/memory_bound.h (out_of_memory_by_bound of them). The JSON keeps the names
+  // memory_planned / out_of_memory of the searches before the bound, whose figures these equal.
+  uint64_t out_of_memory = 0;
   uint64_t memory_planned = 0;
+  uint64_t out_of_memory_by_bound = 0;
   std::vector<RankedPoint> best;  // the K best fitting points: by simulated time (tokens/s with
                                   // vary_batch) when simulated (failed simulations last), else by
                                   // estimate

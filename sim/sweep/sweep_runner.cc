@@ -27,15 +27,7 @@
 
 namespace tandem::sweep {
 
-namespace {
-
-std::string oom_reason(const sim::OomReport& o) {
-  return "out of memory: rank " + std::to_string(o.rank) + " allocating '" + o.buffer + "' (" + format_gib(o.requested_bytes) +
-         ") with " + format_gib(o.in_use_bytes) + " in use of " + format_gib(o.capacity_bytes) +
-         (o.host ? " of host memory on its node" : " of HBM");
-}
-
-std::string encode(const PointResult& r) {
+std::string encode_point_result(const PointResult& r) {
   proto::SweepPoint p;
   p.set_status(uint32_t(r.status));
   p.set_reason(r.reason);
@@ -56,7 +48,7 @@ std::string encode(const PointResult& r) {
   return p.SerializeAsString();
 }
 
-PointResult decode(const std::string& bytes) {
+PointResult decode_point_result(const std::string& bytes) {
   proto::SweepPoint p;
   if (!p.ParseFromString(bytes)) throw Error("sweep: corrupt result from a point's process", ErrorKind::kInternal);
   PointResult r;
@@ -79,6 +71,14 @@ PointResult decode(const std::string& bytes) {
   return r;
 }
 
+namespace {
+
+std::string oom_reason(const sim::OomReport& o) {
+  return "out of memory: rank " + std::to_string(o.rank) + " allocating '" + o.buffer + "' (" + format_gib(o.requested_bytes) +
+         ") with " + format_gib(o.in_use_bytes) + " in use of " + format_gib(o.capacity_bytes) +
+         (o.host ? " of host memory on its node" : " of HBM");
+}
+
 class SilentErrors : public google::protobuf::io::ErrorCollector {
  public:
   void AddError(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
@@ -92,7 +92,7 @@ struct Running {
 // The point's result, or the failure of its process as the result.
 PointResult finish(Running& run) {
   try {
-    return decode(run.call.result());
+    return decode_point_result(run.call.result());
   } catch (const Error& e) {
     PointResult r;
     r.status = PointStatus::kError;
@@ -215,7 +215,7 @@ std::vector<PointResult> run_points(const std::string& scenario_path,
     while (running.size() < jobs && next < total) {
       const std::vector<std::string>& overrides = points[next];
       running.push_back(
-          {sim::ForkedCall([&] { return encode(evaluate_point(scenario_path, overrides, options.sim, point_limit)); },
+          {sim::ForkedCall([&] { return encode_point_result(evaluate_point(scenario_path, overrides, options.sim, point_limit)); },
                            "sweep: the point's process"),
            next});
       ++next;

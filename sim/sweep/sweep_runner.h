@@ -41,6 +41,11 @@ struct RunOptions {
   std::function<void(size_t done, size_t total)> on_progress;
 };
 
+// A point's result as the bytes of a tandem.proto.SweepPoint (sim/proto/sim_result.proto), as a
+// point's process sends it to the sweep, and back; `tandem search`'s ranks send theirs so too.
+std::string encode_point_result(const PointResult& r);
+PointResult decode_point_result(const std::string& bytes);
+
 // Any list of points, each the whole list of its --set assignments, run as run_sweep runs the
 // grid's (results[i] is points[i]); `tandem search` simulates its best candidates with it.
 std::vector<PointResult> run_points(const std::string& scenario_path,
