@@ -178,13 +178,23 @@ void emit_persistent_state(StepState& st) {
     }
     const int64_t n = zero >= 1 ? S : E;
     const Placement place = gb.on_host ? Placement::kHost : opt_place;
-    // fp32 with Adam on the host: the host needs its own fp32 copy unless the parameters live there.
-    if (st.dims.dtype != DType::kFp32 || (off && !gb.on_host)) {
+    // What the optimizer keeps beside the parameters (software.master_params; offload is refused
+    // unless fp32): an fp32 master, the 16-bit remainders of one (Apex store_param_remainders: an
+    // int16 shard, planned as a 2-byte buffer), or nothing (Adam updates the parameters). fp32
+    // with Adam on the host: the host needs its own fp32 copy unless the parameters live there.
+    const MasterParams mp = st.scenario.master_params();
+    if (mp == MasterParams::kFp32 || (off && st.dims.dtype == DType::kFp32 && !gb.on_host)) {
       bb.master = st.program.buffer(bname(k, "master"), n * 4, DType::kFp32, BufferRole::kOptimizer, place);
       st.program.alloc(bb.master, Stream::kCompute);
+    } else if (mp == MasterParams::kRemainder) {
+      bb.master = st.program.buffer(bname(k, "master_remainder"), n * 2, DType::kBf16, BufferRole::kOptimizer, place);
+      st.program.alloc(bb.master, Stream::kCompute);
     }
-    bb.m = st.program.buffer(bname(k, "adam_m"), n * 4, DType::kFp32, BufferRole::kOptimizer, place);
-    bb.v = st.program.buffer(bname(k, "adam_v"), n * 4, DType::kFp32, BufferRole::kOptimizer, place);
+    // Adam's moments in software.optimizer_state_dtype (fp32, or the parameters' dtype).
+    const DType sd = st.scenario.optimizer_state_dtype();
+    const int s = dtype_bytes(sd);
+    bb.m = st.program.buffer(bname(k, "adam_m"), n * s, sd, BufferRole::kOptimizer, place);
+    bb.v = st.program.buffer(bname(k, "adam_v"), n * s, sd, BufferRole::kOptimizer, place);
     st.program.alloc(bb.m, Stream::kCompute);
     st.program.alloc(bb.v, Stream::kCompute);
     for (size_t i = 0; i < gb.units.size(); ++i) {

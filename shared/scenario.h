@@ -27,6 +27,11 @@ enum class CollectiveAlgorithm : uint8_t { kAuto, kRing, kTree };
 // software.grad_reduce_dtype: the training dtype, fp32, or fp32 for bf16 runs only (Megatron's
 // --accumulate-allreduce-grads-in-fp32: off by default, forced on for bf16).
 enum class GradDType : uint8_t { kParam, kFp32, kFp32IfBf16 };
+// software.optimizer_state_dtype: Adam's moments in fp32 or in the parameters' dtype.
+enum class OptimizerStateDType : uint8_t { kFp32, kParam };
+// software.master_params: an fp32 master copy, the 16-bit remainder of one (beside bf16
+// parameters), or none (the optimizer updates the training-dtype parameters).
+enum class MasterParams : uint8_t { kFp32, kRemainder, kNone };
 
 int dtype_bytes(DType t);
 const char* to_string(DType t);
@@ -40,6 +45,8 @@ const char* to_string(Offload v);
 const char* to_string(Topology v);
 const char* to_string(CollectiveAlgorithm v);
 const char* to_string(GradDType v);
+const char* to_string(OptimizerStateDType v);
+const char* to_string(MasterParams v);
 
 struct ModelSpec {
   std::string name;
@@ -142,6 +149,8 @@ struct SoftwareSpec {
   double host_dispatch_us = 0;        // host time to issue one kernel (0: CUDA graphs)
   bool cross_entropy_fp32 = false;    // the loss's passes over the logits run on an fp32 copy
   bool bias_dropout_fusion = false;   // residual dropout + add as one fused kernel
+  OptimizerStateDType optimizer_state_dtype = OptimizerStateDType::kFp32;  // Adam's m and v
+  MasterParams master_params = MasterParams::kFp32;  // what is kept beside the training-dtype params
 };
 
 struct Scenario {
@@ -169,6 +178,17 @@ struct Scenario {
     const GradDType g = software.grad_reduce_dtype;
     const bool fp32 = g == GradDType::kFp32 || (g == GradDType::kFp32IfBf16 && param == DType::kBf16);
     return fp32 ? DType::kFp32 : param;
+  }
+
+  // The dtype of Adam's moments (software.optimizer_state_dtype): fp32, or the parameters' dtype.
+  DType optimizer_state_dtype() const {
+    return software.optimizer_state_dtype == OptimizerStateDType::kParam ? param_dtype() : DType::kFp32;
+  }
+
+  // What the optimizer keeps beside the training-dtype parameters (software.master_params); an fp32
+  // run has no separate master (its parameters are the fp32 values).
+  MasterParams master_params() const {
+    return strategy.dtype == DType::kFp32 ? MasterParams::kNone : software.master_params;
   }
 };
 

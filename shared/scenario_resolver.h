@@ -30,6 +30,9 @@ class Resolver {
   // software_rules.cc; checks the overlaps against the resolved strategy.
   // Deprecated spellings it reads are said in `notes`.
   SoftwareSpec software(const StrategySpec& strategy, std::vector<std::string>& notes) const;
+  // software_rules.cc: optimizer_state_dtype and master_params against the dtype, the separate
+  // master copy and offload.
+  void optimizer_state_rules(const SoftwareSpec& spec, const StrategySpec& strategy) const;
 
   [[noreturn]] void fail(const std::string& path, const std::string& rule) const;
   // " (FILE:LINE)" for a field the message mentions besides the one at fault.

@@ -23,6 +23,10 @@ inline constexpr Spelling<DType> kDTypeSpellings[] = {
 inline constexpr size_t kStrategyDTypeCount = 4;
 inline constexpr Spelling<GradDType> kGradDTypeSpellings[] = {
     {GradDType::kParam, "param"}, {GradDType::kFp32, "fp32"}, {GradDType::kFp32IfBf16, "fp32-if-bf16"}};
+inline constexpr Spelling<OptimizerStateDType> kOptimizerStateDTypeSpellings[] = {
+    {OptimizerStateDType::kFp32, "fp32"}, {OptimizerStateDType::kParam, "param"}};
+inline constexpr Spelling<MasterParams> kMasterParamsSpellings[] = {
+    {MasterParams::kFp32, "fp32"}, {MasterParams::kRemainder, "remainder"}, {MasterParams::kNone, "none"}};
 inline constexpr Spelling<Norm> kNormSpellings[] = {{Norm::kLayerNorm, "layernorm"}, {Norm::kRmsNorm, "rmsnorm"}};
 inline constexpr Spelling<Activation> kActivationSpellings[] = {{Activation::kGelu, "gelu"},
                                                                 {Activation::kSwiglu, "swiglu"}};

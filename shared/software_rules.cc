@@ -1,6 +1,8 @@
 // The resolver's software part (shared/proto/scenario.proto, message Software): every field of the
 // merged preset is required (a preset file gives them all, docs/software.md), the dtype spelled
-// param | fp32 | fp32-if-bf16, clip_grad finite and >= 0, and the two overlaps checked against the strategy.
+// param | fp32 | fp32-if-bf16, clip_grad finite and >= 0, the two overlaps checked against the strategy,
+// and the optimizer's state (optimizer_state_dtype, master_params) checked against the dtype, the
+// separate master copy and offload.
 // strategy.tp_comm_overlap and strategy.overlap_param_gather, their deprecated spellings, are still
 // read for one release: used when the software part does not set the field, with a note in
 // Scenario::notes.
@@ -18,10 +20,39 @@ namespace {
 std::string required_fields() {
   return "grad_reduce_overlap, grad_reduce_dtype, overlap_param_gather, tp_comm_overlap, loss_scale_check, "
          "clip_grad, separate_master_copy, host_dispatch_us, cross_entropy_fp32, "
-         "bias_dropout_fusion";
+         "bias_dropout_fusion, optimizer_state_dtype, master_params";
 }
 
 }  // namespace
+
+// The optimizer's state against the rest (mixed precision only: an fp32 run keeps fp32 parameters,
+// moments and no separate master whatever these say).
+void Resolver::optimizer_state_rules(const SoftwareSpec& spec, const StrategySpec& strategy) const {
+  if (strategy.dtype == DType::kFp32) return;
+  const DType params = strategy.dtype == DType::kFp8 ? DType::kBf16 : strategy.dtype;
+  if (spec.master_params == MasterParams::kRemainder) {
+    // Apex DistributedFusedAdam: "if model is BF16 and optimizer is FP32, store bits required to
+    // reconstruct FP32 params" (store_param_remainders; the low 16 bits of an fp32 are what bf16 drops).
+    if (params != DType::kBf16)
+      fail("software.master_params", "remainder keeps the 16 bits an fp32 value has beyond a bf16 one: it needs bf16 "
+                                     "parameters (strategy.dtype bf16 or fp8), got " +
+                                         std::string(to_string(strategy.dtype)) + see("strategy.dtype"));
+    if (spec.optimizer_state_dtype != OptimizerStateDType::kFp32)
+      fail("software.master_params", "remainder rebuilds fp32 parameters for an fp32 optimizer: it needs "
+                                     "optimizer_state_dtype fp32, got param" + see("software.optimizer_state_dtype"));
+  }
+  if (spec.master_params != MasterParams::kFp32 && spec.separate_master_copy)
+    fail("software.separate_master_copy", "the separate master copy casts an fp32 master back to the parameters; "
+                                          "with master_params " + std::string(to_string(spec.master_params)) +
+                                          " the optimizer writes the parameters itself: set separate_master_copy "
+                                          "false" + see("software.master_params"));
+  const bool fp32_state =
+      spec.optimizer_state_dtype == OptimizerStateDType::kFp32 && spec.master_params == MasterParams::kFp32;
+  if (!fp32_state && strategy.offload != Offload::kNone)
+    fail("software.optimizer_state_dtype", "offload runs the host's Adam over an fp32 master and fp32 moments "
+                                           "(Colossal-AI cpu_adam); it needs optimizer_state_dtype fp32 and "
+                                           "master_params fp32" + see("strategy.offload"));
+}
 
 SoftwareSpec Resolver::software(const StrategySpec& strategy, std::vector<std::string>& notes) const {
   const proto::Software& p = s_.software();
@@ -44,6 +75,8 @@ SoftwareSpec Resolver::software(const StrategySpec& strategy, std::vector<std::s
   need(p.has_host_dispatch_us(), "host_dispatch_us");
   need(p.has_cross_entropy_fp32(), "cross_entropy_fp32");
   need(p.has_bias_dropout_fusion(), "bias_dropout_fusion");
+  need(p.has_optimizer_state_dtype(), "optimizer_state_dtype");
+  need(p.has_master_params(), "master_params");
 
   spec.grad_reduce_overlap = p.grad_reduce_overlap();
   spec.grad_reduce_dtype = choice("software.grad_reduce_dtype", p.grad_reduce_dtype(), kGradDTypeSpellings);
@@ -58,6 +91,10 @@ SoftwareSpec Resolver::software(const StrategySpec& strategy, std::vector<std::s
   spec.host_dispatch_us = p.host_dispatch_us();
   spec.cross_entropy_fp32 = p.cross_entropy_fp32();
   spec.bias_dropout_fusion = p.bias_dropout_fusion();
+  spec.optimizer_state_dtype =
+      choice("software.optimizer_state_dtype", p.optimizer_state_dtype(), kOptimizerStateDTypeSpellings);
+  spec.master_params = choice("software.master_params", p.master_params(), kMasterParamsSpellings);
+  optimizer_state_rules(spec, strategy);
 
   // The two overlaps: the software field, else the deprecated strategy spelling when given.
   auto overlap = [&](const char* field, bool software_value) -> std::pair<bool, std::string> {

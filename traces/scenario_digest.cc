@@ -141,6 +141,10 @@ std::string scenario_canonical_text(const Scenario& s) {
   t.add("software.host_dispatch_us", sw.host_dispatch_us);
   t.add("software.cross_entropy_fp32", sw.cross_entropy_fp32);
   t.add("software.bias_dropout_fusion", sw.bias_dropout_fusion);
+  // Added after digests were recorded: a line only when not the default (fp32 moments and master).
+  if (sw.optimizer_state_dtype != OptimizerStateDType::kFp32)
+    t.add("software.optimizer_state_dtype", to_string(sw.optimizer_state_dtype));
+  if (sw.master_params != MasterParams::kFp32) t.add("software.master_params", to_string(sw.master_params));
 
   t.add("seed", uint64_t{s.seed});
   return t.take();

@@ -147,6 +147,13 @@ NEMO_MODELS = {
 }
 
 
+# The rows whose launcher configuration keeps the optimizer state in bf16 (optim.dtype: bf16):
+# NVIDIA/NeMo-Framework-Launcher tag 24.07 (8325688d8345a5513660f0f8390f0482a721c009)
+# launcher_scripts/conf/training/nemotron/nemotron_340b.yaml:158-163; every other row's base file
+# leaves it at the fp32 default.
+NEMO_BF16_OPTIMIZER = {"Nemotron-340B"}
+
+
 def nemo_sets(r):
     """The --set overrides of one NeMo row (a dict of the file's columns)."""
     layers, hidden, heads, kv, ffn, vocab, act, norm, tied, dropout = NEMO_MODELS[r["model"]]
@@ -178,7 +185,17 @@ def nemo_sets(r):
             # launcher_scripts/conf/training/gpt3/175b_fp8.yaml:171-177 (and nemotron/nemotron_340b.yaml:158-163).
             # Apex (NVIDIA/apex@23c1f86520e22b505e8fdfcf6298273dff2d93d8) allocates its contiguous gradient
             # buffer unsharded in grad_sync_dtype (distributed_fused_adam.py:1099-1124): 2 bytes a parameter.
-            "software.grad_reduce_dtype=param", "software.grad_reduce_overlap=true"]
+            "software.grad_reduce_dtype=param", "software.grad_reduce_overlap=true",
+            # Apex's step writes the 16-bit parameters itself (no separate master copy pass), and what it
+            # keeps beside them NeMo derives from the optimizer dtype (NVIDIA/NeMo@8e3d65dcfe3504689bfc5b6e67d502780aacad41
+            # nemo/collections/nlp/models/language_modeling/megatron_base_model.py:803-812): the default fp32
+            # (optim.dtype unset) over bf16 params gives store_params False, store_param_remainders True (int16
+            # remainders, apex distributed_fused_adam.py:458-464); an optimizer dtype equal to the model's
+            # gives store_params False (no master). Nemotron-340B's block sets dtype bf16
+            # (nemotron/nemotron_340b.yaml:162): bf16 moments, no master.
+            "software.separate_master_copy=false"] + (
+                ["software.optimizer_state_dtype=param", "software.master_params=none"]
+                if r["model"] in NEMO_BF16_OPTIMIZER else ["software.master_params=remainder"])
 
 
 def nemo(binary, timeout, max_gpus):

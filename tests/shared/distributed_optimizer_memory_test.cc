@@ -11,6 +11,15 @@
 //    ranks), 8 + 8/d for fp32 params and grads.
 // With 16-bit grad buffers (NeMo's grad_sync_dtype bf16, software.grad_reduce_dtype=param) the
 // same layout holds 4 + 12/d.
+// NeMo's Apex DistributedFusedAdam (NVIDIA/apex@23c1f86520e22b505e8fdfcf6298273dff2d93d8,
+// apex/contrib/optimizers/distributed_fused_adam.py:450-476, StateBucket) keeps per shard element:
+// params_shard in the optimizer dtype if store_params, an int16 param_remainders_shard if
+// store_param_remainders, exp_avg and exp_avg_sq in the optimizer dtype. NeMo (NVIDIA/NeMo@
+// 8e3d65dcfe3504689bfc5b6e67d502780aacad41, nemo/collections/nlp/models/language_modeling/
+// megatron_base_model.py:803-812) sets store_params False when the optimizer dtype is the model's
+// (software.optimizer_state_dtype=param, master_params=none: 2 + 2 bytes over d, 4 + 4/d in all
+// with bf16 grads) and store_param_remainders for an fp32 optimizer over bf16 params
+// (master_params=remainder: 2 + 4 + 4 over d, 4 + 10/d).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -68,6 +77,38 @@ TEST(DistributedOptimizerMemory, Fp8TrainsOnBf16ParamsWithTheSameState) {
   EXPECT_EQ(b[BufferRole::kParam], kParams * 2);
   EXPECT_EQ(b[BufferRole::kGrad], kParams * 4);
   EXPECT_EQ(b[BufferRole::kOptimizer], kParams / 4 * 12);
+}
+
+TEST(DistributedOptimizerMemory, ApexBf16StateWithoutMasterIsFourPlusFourOverD) {
+  // Nemotron-4 340B's optim block: dtype bf16, grad_sync_dtype bf16 (NeMo-Framework-Launcher 24.07,
+  // nemotron_340b.yaml:158-163): bf16 m and v, no master.
+  const MemoryBreakdown b =
+      model_state({"strategy.dtype=bf16", "software.grad_reduce_dtype=param", "software.optimizer_state_dtype=param",
+                   "software.master_params=none", "software.separate_master_copy=false"});
+  EXPECT_EQ(b[BufferRole::kParam], kParams * 2);
+  EXPECT_EQ(b[BufferRole::kGrad], kParams * 2);
+  EXPECT_EQ(b[BufferRole::kOptimizer], kParams / 4 * 4);  // m, v: 2 bytes each, 1/4
+  EXPECT_EQ(b[BufferRole::kParam] + b[BufferRole::kGrad] + b[BufferRole::kOptimizer], kParams * 4 + kParams * 4 / 4);
+}
+
+TEST(DistributedOptimizerMemory, ApexParamRemaindersIsFourPlusTenOverD) {
+  // NeMo's default optimizer dtype (fp32) over bf16 params (fp8 runs included): int16 remainders
+  // beside the bf16 params, fp32 m and v.
+  for (const char* dtype : {"strategy.dtype=bf16", "strategy.dtype=fp8"}) {
+    const MemoryBreakdown b =
+        model_state({"cluster.preset=dgx-h100", "cluster.gpus=4", dtype, "software.grad_reduce_dtype=param",
+                     "software.master_params=remainder", "software.separate_master_copy=false"});
+    EXPECT_EQ(b[BufferRole::kParam], kParams * 2) << dtype;
+    EXPECT_EQ(b[BufferRole::kGrad], kParams * 2) << dtype;
+    EXPECT_EQ(b[BufferRole::kOptimizer], kParams / 4 * 10) << dtype;  // 2 + 4 + 4 bytes, 1/4
+  }
+}
+
+TEST(DistributedOptimizerMemory, Fp32RunsIgnoreTheStateFields) {
+  // fp32 training: the parameters are the fp32 values, m and v fp32 whatever the fields say.
+  const MemoryBreakdown b = model_state({"software.optimizer_state_dtype=param", "software.master_params=none",
+                                         "software.separate_master_copy=false"});
+  EXPECT_EQ(b[BufferRole::kOptimizer], kParams / 4 * 8);
 }
 
 }  // namespace

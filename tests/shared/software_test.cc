@@ -66,10 +66,14 @@ TEST(SoftwarePresets, ValuesFromTheFrameworkSources) {
   // cost, no CUDA graphs at these commits), the loss on logits.float() (fp16_lm_cross_entropy /
   // cross_entropy_loss_fusion off by default) and the fused bias-dropout-add (--no-bias-dropout-fusion
   // is a store_false flag).
+  // Every preset's optimizer keeps an fp32 master and fp32 moments (main_param = ....clone().float():
+  // Megatron-LM optimizer.py:247 / :254, core optimizer.py:507, DeepSpeed stage2.py:308-310).
   for (const SoftwareSpec& sw : {lm21, lm22, core, ds}) {
     EXPECT_EQ(sw.host_dispatch_us, 8.0) << sw.preset;
     EXPECT_TRUE(sw.cross_entropy_fp32) << sw.preset;
     EXPECT_TRUE(sw.bias_dropout_fusion) << sw.preset;
+    EXPECT_EQ(sw.optimizer_state_dtype, OptimizerStateDType::kFp32) << sw.preset;
+    EXPECT_EQ(sw.master_params, MasterParams::kFp32) << sw.preset;
   }
 }
 
@@ -111,6 +115,38 @@ TEST(SoftwarePresets, BadNamesAndFieldsSayTheChoices) {
       << dtype;
   EXPECT_TRUE(contains(error_of({"software.clip_grad=-1"}), "software.clip_grad: must be >= 0"));
   EXPECT_TRUE(contains(error_of({"software.host_dispatch_us=-1"}), "software.host_dispatch_us: must be >= 0"));
+  const std::string state = error_of({"software.optimizer_state_dtype=bf16"});
+  EXPECT_TRUE(contains(state, "software.optimizer_state_dtype: unknown value \"bf16\"; expected one of: fp32, param"))
+      << state;
+  const std::string master = error_of({"software.master_params=half"});
+  EXPECT_TRUE(contains(master, "software.master_params: unknown value \"half\"; expected one of: fp32, remainder, none"))
+      << master;
+}
+
+// The optimizer's state against the dtype, the separate master copy and offload.
+TEST(SoftwarePresets, OptimizerStateRules) {
+  // Remainders are the 16 bits an fp32 keeps beyond bf16: fp16 params are refused, as Apex does.
+  const std::string fp16 = error_of({"strategy.dtype=fp16", "software.master_params=remainder",
+                                     "software.separate_master_copy=false"});
+  EXPECT_TRUE(contains(fp16, "software.master_params: remainder keeps the 16 bits")) << fp16;
+  EXPECT_TRUE(contains(fp16, "needs bf16 parameters")) << fp16;
+  const std::string bf16_state = error_of({"strategy.dtype=bf16", "software.master_params=remainder",
+                                           "software.optimizer_state_dtype=param", "software.separate_master_copy=false"});
+  EXPECT_TRUE(contains(bf16_state, "needs optimizer_state_dtype fp32")) << bf16_state;
+  // Without an fp32 master there is nothing to copy back: the separate copy is refused.
+  const std::string copy = error_of({"strategy.dtype=bf16", "software.master_params=none"});
+  EXPECT_TRUE(contains(copy, "software.separate_master_copy: the separate master copy")) << copy;
+  // The host's Adam is fp32 only.
+  const std::string off = error_of({"strategy.dtype=bf16", "strategy.offload=optimizer",
+                                    "software.optimizer_state_dtype=param"});
+  EXPECT_TRUE(contains(off, "software.optimizer_state_dtype: offload runs the host's Adam")) << off;
+  // fp32 runs: the fields have nothing to change and are accepted.
+  const Scenario fp32 = tiny({"software.master_params=none", "software.optimizer_state_dtype=param"});
+  EXPECT_EQ(fp32.optimizer_state_dtype(), DType::kFp32);
+  EXPECT_EQ(fp32.master_params(), MasterParams::kNone);
+  const Scenario fp8 = tiny({"cluster.preset=dgx-h100", "strategy.dtype=fp8", "software.optimizer_state_dtype=param",
+                             "software.master_params=none", "software.separate_master_copy=false"});
+  EXPECT_EQ(fp8.optimizer_state_dtype(), DType::kBf16);  // the parameters' dtype, not fp8
 }
 
 // The deprecated strategy spellings still work for one release.
@@ -232,6 +268,18 @@ TEST(SoftwareSchedule, OptimizerStepBytes) {
   Scenario bare = tiny({"strategy.dtype=bf16"});
   bare.software = SoftwareSpec{};
   EXPECT_EQ(optimizer_bytes_per_element(bare), 28);
+  // Apex DistributedFusedAdam (NeMo), bf16 with bf16 grads, no separate copy (s = 4, p = g = 2):
+  // remainders: m, v 16 + parameter and remainder read and written 2*2 + 4 + grad 2 + norm 4 = 30;
+  // bf16 moments, no master (s = 2): 8 + 2*2 + 2 + 4 = 18.
+  const std::vector<std::string> apex = {"strategy.dtype=bf16", "software.grad_reduce_dtype=param",
+                                         "software.separate_master_copy=false"};
+  std::vector<std::string> rem = apex, none = apex;
+  rem.push_back("software.master_params=remainder");
+  none.insert(none.end(), {"software.master_params=none", "software.optimizer_state_dtype=param"});
+  EXPECT_EQ(optimizer_bytes_per_element(tiny(rem)), 30);
+  EXPECT_EQ(optimizer_bytes_per_element(tiny(none)), 18);
+  // The same with an fp32 master (Adam writes the parameter): 16 + 8 + 2 + 2 + 4 = 32.
+  EXPECT_EQ(optimizer_bytes_per_element(tiny(apex)), 32);
   // The Adam tasks of one rank carry it: every parameter once (dp 1, no ZeRO).
   const Counts c = count(Schedule(tiny({"strategy.dtype=fp16", "software.preset=megatron-lm-2021"})), 0);
   EXPECT_DOUBLE_EQ(c.adam_bytes, double(kTinyParams) * 52);

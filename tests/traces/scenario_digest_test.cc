@@ -119,6 +119,9 @@ std::vector<Mutation> software_mutations() {
        [](Scenario& s) { s.software.cross_entropy_fp32 = !s.software.cross_entropy_fp32; }},
       {"software.bias_dropout_fusion",
        [](Scenario& s) { s.software.bias_dropout_fusion = !s.software.bias_dropout_fusion; }},
+      {"software.optimizer_state_dtype",
+       [](Scenario& s) { s.software.optimizer_state_dtype = OptimizerStateDType::kParam; }},
+      {"software.master_params", [](Scenario& s) { s.software.master_params = MasterParams::kNone; }},
   };
 }
 
