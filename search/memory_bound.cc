@@ -24,13 +24,19 @@ int64_t model_state_bytes(const Scenario& point, int stage) {
     // Parameters: the whole bucket below ZeRO-3 (on the host for a host chunk), the shard at 3.
     if (zero < 3 && !gb.on_host) bytes += E * e;
     if (zero == 3 && !gb.on_host) bytes += S * e;
+    // Under offload auto (GradBucket::host_optimizer) the gradients go to the host behind their
+    // copy and the optimizer states live there: nothing more is counted (a lower bound).
+    if (gb.host_optimizer) continue;
     // Gradients: the whole bucket below ZeRO-2, the shard from 2 on (always on the device).
     bytes += (zero < 2 ? E : S) * g;
-    // Optimizer states: fp32 master (unless the parameters are fp32 and it stays on the device),
-    // Adam's m and v, over the shard from ZeRO-1 on; on the host with offload or a host chunk.
+    // Optimizer states, over the shard from ZeRO-1 on, on the host with offload or a host chunk:
+    // the master (software.master_params: fp32, 16-bit remainders, or none; Scenario::master_params
+    // says none for fp32 parameters) and Adam's m and v in software.optimizer_state_dtype.
     if (gb.on_host || off) continue;
     const int64_t n = zero >= 1 ? S : E;
-    bytes += n * 4 * (param_type != DType::kFp32 ? 3 : 2);
+    const MasterParams mp = point.master_params();
+    const int64_t master = mp == MasterParams::kFp32 ? 4 : mp == MasterParams::kRemainder ? 2 : 0;
+    bytes += n * (master + 2 * dtype_bytes(point.optimizer_state_dtype()));
   }
   return bytes;
 }

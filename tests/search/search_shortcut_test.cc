@@ -84,6 +84,25 @@ TEST(MemoryBound, NeverAboveThePlannersPeakOnTheMidSizeSpace) {
   EXPECT_GT(b.over_hbm, 0u);
 }
 
+TEST(MemoryBound, FollowsTheOptimizersStoredStateOnTheMidSizeSpace) {
+  // software.master_params / optimizer_state_dtype (Apex's remainders; NeMo's bf16 moments): the
+  // bound's optimizer bytes per element are master (4, 2 or 0) + 2 x the moments' dtype, so at
+  // pp = 1 it must still equal the planner's own model states (fp32 offload refuses these
+  // settings: offload fixed to none).
+  for (const std::vector<std::string>& state :
+       {std::vector<std::string>{"software.master_params=remainder"},
+        std::vector<std::string>{"software.master_params=none", "software.optimizer_state_dtype=param"}}) {
+    std::vector<std::string> sets = kGpt13Sets;
+    sets.insert(sets.end(), state.begin(), state.end());
+    sets.push_back("strategy.offload=none");
+    sets.push_back("software.separate_master_copy=false");
+    sets.push_back("cluster.hbm_gib=8");
+    const BoundCheck b = check_bound(kGpt13, sets, 8);
+    EXPECT_GT(b.valid, 100u) << ::testing::PrintToString(state);
+    EXPECT_GT(b.compared_with_model_states, 0u) << ::testing::PrintToString(state);
+  }
+}
+
 std::string json_without_timings(const SearchResult& r) {
   return std::regex_replace(search_json(r), std::regex("\"estimate_[a-z_]*\":[^,]*,"), "");
 }
