@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "shared/integer_root.h"
 #include "shared/scenario_limits.h"
 #include "shared/scenario_resolver.h"
 #include "shared/scenario_spellings.h"
@@ -9,18 +10,6 @@
 namespace tandem::search {
 
 namespace {
-
-int64_t isqrt(int64_t n) {
-  int64_t r = 0;
-  while ((r + 1) * (r + 1) <= n) ++r;
-  return r;
-}
-
-int64_t icbrt(int64_t n) {
-  int64_t r = 0;
-  while ((r + 1) * (r + 1) * (r + 1) <= n) ++r;
-  return r;
-}
 
 // The mode a spelling names; false for one the loader would refuse (it speaks then).
 bool tp_mode_of(const std::string& spelling, TpMode* out) {

@@ -3,27 +3,12 @@
 #include <utility>
 
 #include "shared/error.h"
+#include "shared/integer_root.h"
 #include "shared/scenario_resolver.h"
 #include "shared/offload_rules.h"
 #include "shared/sequence_rules.h"
 
 namespace tandem {
-
-namespace {
-
-int64_t isqrt(int64_t n) {
-  int64_t r = 0;
-  while ((r + 1) * (r + 1) <= n) ++r;
-  return r;
-}
-
-int64_t icbrt(int64_t n) {
-  int64_t r = 0;
-  while ((r + 1) * (r + 1) * (r + 1) <= n) ++r;
-  return r;
-}
-
-}  // namespace
 
 StrategySpec Resolver::strategy(const ModelSpec& model, const ClusterSpec& cluster) const {
   const proto::Strategy& p = s_.strategy();
