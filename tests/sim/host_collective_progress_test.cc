@@ -11,6 +11,7 @@
 
 #include "sim/compute_cost_model.h"
 #include "sim/simulation.h"
+#include "host_profile_util.h"
 #include "sim_test_util.h"
 #include "traces/calibration/calibration_profile.h"
 
@@ -20,21 +21,11 @@ namespace {
 // A host profile: the GEMM 8x8x8 at 10 us, 1 us between kernels (so 11 us a GEMM); the all-reduce
 // of 2 ranks (data-parallel group) of 4096 B at 30 us and of 64 B at 5 us, no wait.
 std::shared_ptr<const CalibrationTable> profile() {
-  proto::CalibrationProfile p;
-  p.set_format(kCalibrationFormat);
-  p.set_backend("host");
-  p.set_task_overhead_s(1e-6);
-  proto::KernelTime* k = p.add_kernels();
-  k->set_kernel(uint32_t(Kernel::kGemm));
-  k->set_dtype(uint32_t(DType::kBf16));
   Compute g;
   g.kernel = Kernel::kGemm;
   g.dtype = DType::kBf16;
   g.dims = {8, 8, 8, 0, 0, 0};
-  for (int64_t d : g.shape_dims()) k->add_dims(d);
-  k->set_mean_s(10e-6);
-  k->set_median_s(10e-6);
-  k->set_samples(1);
+  proto::CalibrationProfile p = host_profile(g, 10e-6, 1e-6);
   for (auto [bytes, s] : {std::pair<int64_t, double>{4096, 30e-6}, {64, 5e-6}}) {
     proto::CollectiveTime* c = p.add_collectives();
     c->set_op(uint32_t(CollectiveOp::kAllReduce));
@@ -45,11 +36,7 @@ std::shared_ptr<const CalibrationTable> profile() {
     c->set_median_s(s);
     c->set_samples(1);
   }
-  const std::string path = "/tmp/tandem-host-progress-test-" + std::to_string(getpid()) + ".pb";
-  write_calibration(p, path);
-  auto table = std::make_shared<const CalibrationTable>(CalibrationTable::load(path));
-  std::remove(path.c_str());
-  return table;
+  return std::make_shared<const CalibrationTable>(load_profile(p, "host-progress-test"));
 }
 
 // Both ranks run `build`; on the host preset or a GPU test preset. Returns the iteration time and

@@ -15,6 +15,7 @@
 #include "sim/host_memory_model.h"
 #include "sim/program_info.h"
 #include "sim/simulation.h"
+#include "host_profile_util.h"
 #include "sim_test_util.h"
 #include "traces/calibration/calibration_profile.h"
 
@@ -106,25 +107,11 @@ Compute gemm(int64_t m, int64_t n, int64_t k) {
 // A host profile: the GEMM 8x8x8 measured at 10 us, a time between kernels of 1 us, Allocs
 // 1 us + 1 ns/B (2 us at 1000 B, 4 us at 3000 B), Frees 0.5 us.
 CalibrationTable memory_profile_table() {
-  proto::CalibrationProfile p;
-  p.set_format(kCalibrationFormat);
-  p.set_backend("host");
-  p.set_task_overhead_s(1e-6);
-  proto::KernelTime* k = p.add_kernels();
-  k->set_kernel(uint32_t(Kernel::kGemm));
-  k->set_dtype(uint32_t(DType::kFp32));
-  for (int64_t d : gemm(8, 8, 8).shape_dims()) k->add_dims(d);
-  k->set_median_s(10e-6);
-  k->set_mean_s(10e-6);
-  k->set_samples(1);
+  proto::CalibrationProfile p = testing::host_profile(gemm(8, 8, 8), 10e-6, 1e-6);
   memory_op(p, true, 1000, 2e-6, 1);
   memory_op(p, true, 3000, 4e-6, 1);
   memory_op(p, false, 1000, 0.5e-6, 1);
-  const std::string path = "/tmp/tandem-host-cost-test-" + std::to_string(getpid()) + ".pb";
-  write_calibration(p, path);
-  CalibrationTable table = CalibrationTable::load(path);
-  std::remove(path.c_str());
-  return table;
+  return testing::load_profile(p, "host-cost-test");
 }
 
 TEST(HostMemoryModel, AllocsAndFreesGoToTheNextKernel) {
