@@ -14,6 +14,7 @@
 #include "search/layout_rules.h"
 #include "search/memory_bound.h"
 #include "search/point_check.h"
+#include "search/split_rules.h"
 #include "search/rank_messages.h"
 #include "shared/error.h"
 #include "shared/number_format.h"
@@ -102,6 +103,14 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
   // every switch on fails every switch rule that any setting can fail: when it is refused with X
   // too, either X comes first or no switch rule fails at all, and every setting is refused with X.
   // Otherwise each setting goes to the loader.
+  // The split rules (search/split_rules.h): per split of the current layout, whether a split rule
+  // refuses it and the rule and message of the first of its points the loader refused.
+  struct SplitVerdict {
+    bool refused = false;
+    RuleCount* rule = nullptr;
+    std::string message;
+  };
+  std::map<SplitKey, SplitVerdict> splits;
   Candidate switch_base;
   bool have_switch_base = false, switch_base_refuses_all = false;
   std::string switch_base_message;
@@ -128,6 +137,7 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
     if (!have_layout || !(key == layout)) {
       layout = key, have_layout = true;
       layout_refused = shortcuts && refused_by_layout(key, checker.base());
+      splits.clear();
       layout_rule = nullptr;
       if (layout_refused) {
         auto it = refused.find({{key.dp, key.tp, key.pp, key.sp}, {key.tp_mode, key.tp_depth}});
@@ -140,6 +150,19 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
       last_rule = layout_rule, last_message = layout_message;
       return;
     }
+    // The split rules (search/split_rules.h), once per split of this layout.
+    SplitVerdict* split = nullptr;
+    if (shortcuts) {
+      auto [at, fresh] = splits.try_emplace(split_of(c));
+      if (fresh) at->second.refused = refused_by_split(c, checker.base());
+      split = &at->second;
+      if (split->refused && split->rule) {
+        // The loader's verdict on an earlier point of this split is every one's.
+        ++split->rule->count;
+        last_rule = split->rule, last_message = split->message;
+        return;
+      }
+    }
     const std::vector<std::string> point_sets = candidate_sets(c);
     bool ok;
     if (shortcuts && refused_with_every_switch(c)) {
@@ -149,6 +172,9 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
     }
     if (ok && layout_refused)
       throw Error("search: internal: the layout rules refuse a point the loader accepts: " + join_sets(point_sets),
+                  ErrorKind::kInternal);
+    if (ok && split && split->refused)
+      throw Error("search: internal: the split rules refuse a point the loader accepts: " + join_sets(point_sets),
                   ErrorKind::kInternal);
     if (ok) {
       try {
@@ -177,6 +203,7 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
         layout_rule = last_rule, layout_message = message;
         refused[{{key.dp, key.tp, key.pp, key.sp}, {key.tp_mode, key.tp_depth}}] = {layout_rule, message};
       }
+      if (split && split->refused) split->rule = last_rule, split->message = message;
     }
   });
   part.valid = valid.size();

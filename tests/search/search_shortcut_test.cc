@@ -5,9 +5,12 @@
 //   states of the rank it describes when there is no pipeline;
 // - search/layout_rules.h: a layout rule's verdict taken once per layout gives the same search
 //   (every count, every rule's example message, the same K best) as the loader on every point;
+// - search/split_rules.h: every point of a split the predicate refuses is refused by the loader
+//   with one message per split, and the search with it is the loader's on every point;
 // and the bound changes nothing in the search's result (JSON byte for byte, timings aside).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <regex>
 #include <string>
 #include <vector>
@@ -17,6 +20,7 @@
 #include "search/search_report.h"
 #include "search/search_run.h"
 #include "search/search_space.h"
+#include "search/split_rules.h"
 #include "shared/error.h"
 #include "shared/memory_timeline.h"
 #include "shared/plan_summary.h"
@@ -105,6 +109,56 @@ TEST(MemoryBound, FollowsTheOptimizersStoredStateOnTheMidSizeSpace) {
 
 std::string json_without_timings(const SearchResult& r) {
   return std::regex_replace(search_json(r), std::regex("\"estimate_[a-z_]*\":[^,]*,"), "");
+}
+
+// Every point of the space: where refused_by_split holds, the loader refuses the point, and with the
+// message of every other point of its split. Returns how many points the predicate refused.
+uint64_t check_split_rules(const std::string& scenario, const std::vector<std::string>& sets, int gpus, bool vary_batch) {
+  PointChecker checker(scenario, sets, gpus);
+  SpaceShape shape;
+  fix_keys(shape, sets);
+  shape.gpus = checker.gpus(), shape.layers = checker.layers(), shape.global_batch = checker.global_batch();
+  shape.vary_batch = vary_batch;
+  std::map<SplitKey, std::string> first;
+  uint64_t refused = 0, points = 0;
+  Scenario point;
+  std::string message;
+  for_each_candidate(shape, [&](const Candidate& c) {
+    ++points;
+    if (!refused_by_split(c, checker.base())) return;
+    ++refused;
+    const std::vector<std::string> sets_of_c = candidate_sets(c);
+    ASSERT_FALSE(checker.check(sets_of_c, &point, &message)) << ::testing::PrintToString(sets_of_c);
+    auto [at, fresh] = first.emplace(split_of(c), message);
+    if (!fresh) ASSERT_EQ(at->second, message) << ::testing::PrintToString(sets_of_c);
+  });
+  EXPECT_LT(refused, points);  // some points pass the split rules
+  return refused;
+}
+
+TEST(SplitRules, OneLoaderMessagePerRefusedSplit) {
+  // The tiny GPT (4 layers, 4 heads, seq 32, batch 8) on 8 GPUs: the batch rule (dp*micro_batch
+  // must divide 8), interleaved's pp >= 2 and micro-batches a multiple of pp, ulysses' tp*sp | 4
+  // heads, megatron and ulysses/ring_attention with 1d only, 2d/2.5d grid rows | micro_batch.
+  EXPECT_GT(check_split_rules(kTiny, {}, 8, false), 10000u);
+  // Every global batch up to 8 on 16 GPUs (dp*micro_batch over the smaller batches).
+  EXPECT_GT(check_split_rules(kTiny, {"strategy.zero_stage=1", "strategy.offload=none"}, 16, true), 10000u);
+  // Fixed keys read from the scenario (tp_mode 2d, interleaved with 2 virtual stages, micro_batch 1).
+  EXPECT_GT(check_split_rules(kTiny, {"strategy.tp_mode=2d", "strategy.pp_schedule=interleaved",
+                                      "strategy.virtual_stages=2", "strategy.micro_batch=1"}, 8, false),
+            100u);
+}
+
+TEST(SearchShortcuts, SplitRulesChangeNothingWithVaryBatch) {
+  std::string slow_text, fast_text;
+  SearchOptions o;
+  o.gpus = 16, o.top = 16, o.simulate = false, o.vary_batch = true;
+  const std::vector<std::string> sets = {"strategy.recompute=none", "strategy.offload=none"};
+  o.rule_shortcuts = false, o.memory_bound = false;
+  slow_text = json_without_timings(run_search(kTiny, sets, o));
+  o.rule_shortcuts = true, o.memory_bound = true;
+  fast_text = json_without_timings(run_search(kTiny, sets, o));
+  EXPECT_EQ(slow_text, fast_text);
 }
 
 SearchResult search(const std::string& scenario, const std::vector<std::string>& sets, int gpus, bool rule_shortcuts,
