@@ -74,8 +74,8 @@ bool simulated_before(const RankedPoint& a, const RankedPoint& b, bool vary_batc
   return score(a.candidate, a.estimate, vary_batch) < score(b.candidate, b.estimate, vary_batch);
 }
 
-// The points of `shape` dealt to this rank (enumeration order i from 1 goes to rank (i-1) mod
-// size): checked and estimated.
+// The points of `shape` dealt to this rank (the k-th pipeline group of the enumeration, from 1,
+// goes to rank (k-1) mod size): checked and estimated.
 RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int size, bool shortcuts) {
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
@@ -86,6 +86,9 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
   std::string message, last_message;
   RuleCount* last_rule = nullptr;
   uint64_t order = 0;
+  using PipelineGroup = std::tuple<int, int, int, int, int, int, int, int, int, int>;
+  PipelineGroup group;
+  uint64_t group_index = 0;
   // The layout rules, once per layout (search/layout_rules.h): the last layout seen, whether a
   // layout rule refuses it, and the rule and message of the first of its points the loader refused.
   LayoutKey layout;
@@ -131,7 +134,13 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
     return switch_base_refuses_all;
   };
   for_each_candidate(shape, [&](const Candidate& c) {
-    if (order++ % uint64_t(size) != uint64_t(rank)) return;
+    // Dealt by pipeline group: the points of one (layout, sp_mode, global batch, schedule, virtual
+    // stages) come one after the other and go to one rank, so that its split and switch verdicts
+    // are taken once for them (the merge does not depend on the dealing).
+    const PipelineGroup g{c.dp, c.tp, c.pp, c.sp, c.tp_mode, c.tp_depth, c.sp_mode, c.global_batch, c.schedule, c.virtual_stages};
+    if (group_index == 0 || g != group) group = g, ++group_index;
+    ++order;
+    if ((group_index - 1) % uint64_t(size) != uint64_t(rank)) return;
     ++part.points;
     const LayoutKey key = layout_of(c);
     if (!have_layout || !(key == layout)) {
