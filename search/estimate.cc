@@ -86,6 +86,7 @@ Estimate estimate(const Scenario& sc, const LayerCosts& c, CommCost& comm) {
   }
   e.comm_s = comm_s;
   e.iteration_s = pipeline + p2p + (comm_s - micro * per_stage * (c.tp_comm_s + ring)) + e.optimizer_s;
+  e.layer_stored_bytes = c.layer_stored_bytes;
   return e;
 }
 

@@ -30,6 +30,8 @@
 //   iteration   T = T_p + exposed data-parallel time + optimizer.
 #pragma once
 
+#include <cstdint>
+
 #include "search/layer_probe.h"
 #include "shared/scenario.h"
 
@@ -42,6 +44,8 @@ struct Estimate {
   double bubble_s = 0;     // pipeline fill and drain (p2p included)
   double comm_s = 0;       // exposed: tensor parallel (every micro-batch), data parallel, ZeRO
   double optimizer_s = 0;
+  // The layer probe's LayerCosts::layer_stored_bytes (for the memory bound, search/memory_bound.h).
+  int64_t layer_stored_bytes = 0;
   // The largest of bubble, comm, recompute (what limits the point beyond its kernels).
   const char* limit() const;
 };

@@ -1,7 +1,10 @@
 #include "search/layer_probe.h"
 
+#include <algorithm>
+#include <limits>
 #include <variant>
 
+#include "shared/memory_timeline.h"
 #include "shared/param_layout.h"
 #include "shared/schedule.h"
 
@@ -26,6 +29,57 @@ std::vector<LayerProbes::Key> LayerProbes::keys() const {
   for (const auto& [key, costs] : cache_) k.push_back(key);
   return k;
 }
+
+namespace {
+
+// The forward-phase layer of a kernel or collective task (-1: another kind of task, or not a
+// forward; -2: a forward task of no layer, the model's ends).
+int forward_layer(const Task& t) {
+  if (const auto* k = std::get_if<Compute>(&t.op)) return k->phase != Phase::kForward ? -1 : k->layer >= 0 ? k->layer : -2;
+  if (const auto* c = std::get_if<Collective>(&t.op)) return c->phase != Phase::kForward ? -1 : c->layer >= 0 ? c->layer : -2;
+  return -1;
+}
+
+bool is_work(const Task& t) { return std::holds_alternative<Compute>(t.op) || std::holds_alternative<Collective>(t.op); }
+
+// LayerCosts::layer_stored_bytes of a one-layer probe's program (rank 0).
+int64_t stored_activation_bytes(const Program& program) {
+  // The windows, by task index: [before_first, first) ends at the layer's first forward task and
+  // starts after the last work task before it; [last, after_last) starts at its last forward task
+  // and ends at the next work task.
+  const size_t n = program.tasks.size();
+  size_t first = n, last = n;
+  for (size_t i = 0; i < n; ++i)
+    if (forward_layer(program.tasks[i]) == 0) {
+      if (first == n) first = i;
+      last = i;
+    }
+  if (first == n) return 0;
+  size_t before_first = 0;
+  for (size_t i = first; i-- > 0;)
+    if (is_work(program.tasks[i])) {
+      before_first = i;
+      break;
+    }
+  size_t after_last = n;
+  for (size_t i = last + 1; i < n; ++i)
+    if (is_work(program.tasks[i])) {
+      after_last = i;
+      break;
+    }
+  int64_t before = 0, after = std::numeric_limits<int64_t>::max();
+  size_t i = 0;
+  walk_memory(program, [&](const Task&, const MemoryBreakdown& device, int64_t) {
+    const int64_t a = device[BufferRole::kActivation];
+    // The state after task i.
+    if (i >= before_first && i < first) before = std::max(before, a);
+    if (i >= last && i < after_last) after = std::min(after, a);
+    ++i;
+  });
+  return after > before && after != std::numeric_limits<int64_t>::max() ? after - before : 0;
+}
+
+}  // namespace
 
 LayerCosts LayerProbes::measure(const Scenario& point) {
   Scenario probe = point;
@@ -79,6 +133,7 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
       optimizer_copies_s += comm_.copy_s(double(copy->bytes));  // host copies: offload's, of the optimizer
     }
   }
+  c.layer_stored_bytes = stored_activation_bytes(program);
   if (optimizer_elements > 0) {
     c.optimizer_s_per_element = optimizer_kernels_s / double(optimizer_elements);
     c.optimizer_copy_s_per_element = optimizer_copies_s / double(optimizer_elements);

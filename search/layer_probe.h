@@ -42,6 +42,12 @@ struct LayerCosts {
   int64_t layer_params = 0;
   int64_t embedding_params = 0;
   int64_t other_params = 0;
+  // A lower bound on the activation bytes one layer's forward of one micro-batch leaves allocated
+  // on the device until its backward (search/memory_bound.h): the probe's live activation bytes
+  // after the layer's forward (the least of them between its last forward task and the next
+  // operation's first) less those before it (the most of them between the embedding's last task
+  // and the layer's first). 0 when the difference is not positive.
+  int64_t layer_stored_bytes = 0;
 };
 
 class LayerProbes {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "shared/param_layout.h"
+#include "shared/pipeline_order.h"
 #include "shared/sequence_split.h"
 
 namespace tandem::search {
@@ -39,6 +40,26 @@ int64_t model_state_bytes(const Scenario& point, int stage) {
     bytes += n * (master + 2 * dtype_bytes(point.optimizer_state_dtype()));
   }
   return bytes;
+}
+
+int64_t stored_layer_forwards(const Scenario& point, int stage) {
+  const StrategySpec& s = point.strategy;
+  const int64_t chunks = int64_t{s.pp} * s.virtual_stages;
+  if (chunks <= 0 || point.model.layers % chunks != 0) return 0;
+  const int64_t counted = point.model.layers / chunks - 1;  // the chunk's last layer not counted
+  int64_t forwards = 0;
+  for (const PipeOp& op : pipeline_order(s.pp_schedule, s.pp, stage, s.micro_batches(), s.virtual_stages)) {
+    if (!op.forward) break;
+    ++forwards;
+  }
+  return forwards * counted;
+}
+
+int64_t peak_memory_lower_bound(const Scenario& point, int64_t layer_stored_bytes) {
+  int64_t most = 0;
+  for (int stage = 0; stage < point.strategy.pp; ++stage)
+    most = std::max(most, model_state_bytes(point, stage) + stored_layer_forwards(point, stage) * layer_stored_bytes);
+  return most;
 }
 
 int64_t peak_memory_lower_bound(const Scenario& point) {

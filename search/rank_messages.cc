@@ -27,12 +27,14 @@ Candidate from_proto(const proto::SearchCandidate& p) {
 void to_proto(const Estimate& e, proto::SearchEstimate* out) {
   out->set_iteration_s(e.iteration_s), out->set_compute_s(e.compute_s), out->set_recompute_s(e.recompute_s);
   out->set_bubble_s(e.bubble_s), out->set_comm_s(e.comm_s), out->set_optimizer_s(e.optimizer_s);
+  out->set_layer_stored_bytes(e.layer_stored_bytes);
 }
 
 Estimate from_proto(const proto::SearchEstimate& p) {
   Estimate e;
   e.iteration_s = p.iteration_s(), e.compute_s = p.compute_s(), e.recompute_s = p.recompute_s();
   e.bubble_s = p.bubble_s(), e.comm_s = p.comm_s(), e.optimizer_s = p.optimizer_s();
+  e.layer_stored_bytes = p.layer_stored_bytes();
   return e;
 }
 

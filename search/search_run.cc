@@ -335,13 +335,14 @@ PlanVerdict plan_point(PointChecker& checker, const Candidate& c) {
   return {plan.peak_memory_bytes, plan.fits};
 }
 
-// The lower bound of a valid point's planned peak (search/memory_bound.h).
-int64_t bound_point(PointChecker& checker, const Candidate& c) {
+// The lower bound of a valid point's planned peak (search/memory_bound.h): its model states and
+// the stored activations of the layer forwards before its first backward.
+int64_t bound_point(PointChecker& checker, const Valid& v) {
   Scenario point;
   std::string message;
-  if (!checker.check(candidate_sets(c), &point, &message))
+  if (!checker.check(candidate_sets(v.candidate), &point, &message))
     throw Error("search: internal: a valid point no longer loads: " + message, ErrorKind::kInternal);
-  return peak_memory_lower_bound(point);
+  return peak_memory_lower_bound(point, v.estimate.layer_stored_bytes);
 }
 
 using PlanBatch = std::function<std::vector<PlanVerdict>(const std::vector<Candidate>&)>;
@@ -350,7 +351,7 @@ using PlanBatch = std::function<std::vector<PlanVerdict>(const std::vector<Candi
 // point whose lower bound (bound) is over HBM is out of memory without a plan; the others are
 // planned up to `batch` at a time (plan_batch: the ranks' share, one point each).
 void walk(const std::vector<Valid>& valid, const SearchOptions& options, size_t batch,
-          const std::function<int64_t(const Candidate&)>& bound, const PlanBatch& plan_batch, SearchResult& r) {
+          const std::function<int64_t(const Valid&)>& bound, const PlanBatch& plan_batch, SearchResult& r) {
   const bool vary = options.vary_batch;
   int64_t smallest_peak = -1;
   size_t smallest_at = 0;
@@ -361,7 +362,7 @@ void walk(const std::vector<Valid>& valid, const SearchOptions& options, size_t 
     std::vector<Candidate> next;
     std::vector<int64_t> bounds;
     for (size_t k = i; k < valid.size() && next.size() < batch; ++k) {
-      bounds.push_back(bound(valid[k].candidate));
+      bounds.push_back(bound(valid[k]));
       if (bounds.back() <= r.hbm_bytes) next.push_back(valid[k].candidate);
     }
     const std::vector<PlanVerdict> verdicts = next.empty() ? std::vector<PlanVerdict>{} : plan_batch(next);
@@ -576,7 +577,7 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
       r.vary_batch = options.vary_batch;
       const std::vector<Valid> valid = merge_parts(parts, options, r);
       parts.clear();
-      const auto bound = [&](const Candidate& c) { return options.memory_bound ? bound_point(checker, c) : int64_t{0}; };
+      const auto bound = [&](const Valid& v) { return options.memory_bound ? bound_point(checker, v) : int64_t{0}; };
       if (ranks)
         walk(valid, options, size_t(size), bound, [&](const std::vector<Candidate>& b) { return plan_round(checker, *ranks, b); }, r);
       else

@@ -10,11 +10,14 @@
 // and the bound changes nothing in the search's result (JSON byte for byte, timings aside).
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "search/layer_probe.h"
 #include "search/memory_bound.h"
 #include "search/point_check.h"
 #include "search/search_report.h"
@@ -38,6 +41,8 @@ const std::vector<std::string> kGpt13Sets = {"software.grad_reduce_overlap=true"
 
 struct BoundCheck {
   uint64_t valid = 0, compared_with_model_states = 0, over_hbm = 0;
+  uint64_t with_activations = 0;  // points where the activations raised the bound
+  uint64_t over_hbm_by_activations = 0;  // over HBM with the activations, not without
 };
 
 // Every valid point of the space: bound <= the planner's peak; pp = 1: bound = rank 0's model states.
@@ -49,17 +54,28 @@ BoundCheck check_bound(const std::string& scenario, const std::vector<std::strin
   BoundCheck out;
   Scenario point;
   std::string message;
+  std::optional<LayerProbes> probes;
   for_each_candidate(shape, [&](const Candidate& c) {
     if (!checker.check(candidate_sets(c), &point, &message)) return;
     ++out.valid;
+    if (!probes) probes.emplace(point.cluster);
     const int64_t bound = peak_memory_lower_bound(point);
+    const int64_t with_activations = peak_memory_lower_bound(point, probes->costs(point).layer_stored_bytes);
     const int64_t hbm = point.cluster.hbm_bytes();
     const Schedule schedule(point);
     const PlanSummary plan = summarize(schedule);
     ASSERT_GT(bound, 0);
     ASSERT_LE(bound, plan.peak_memory_bytes) << "over the planner's peak at " << ::testing::PrintToString(candidate_sets(c));
+    ASSERT_GE(with_activations, bound);
+    ASSERT_LE(with_activations, plan.peak_memory_bytes)
+        << "with activations over the planner's peak at " << ::testing::PrintToString(candidate_sets(c));
+    if (with_activations > bound) ++out.with_activations;
     if (bound > hbm) {
       ++out.over_hbm;
+      ASSERT_FALSE(plan.fits);
+    }
+    if (with_activations > hbm && bound <= hbm) {
+      ++out.over_hbm_by_activations;
       ASSERT_FALSE(plan.fits);
     }
     if (point.strategy.pp == 1) {
@@ -74,7 +90,11 @@ TEST(MemoryBound, NeverAboveThePlannersPeakOnTheTinySpace) {
   // The tiny GPT's whole space on 4 GPUs (on 8 the planning of its 20,520 valid points takes over
   // 3 minutes on the loaded machine); at 1.61 MB of HBM some points are over it by the bound alone.
   const BoundCheck b = check_bound(kTiny, {"cluster.hbm_gib=0.0015"}, 4);
+  std::cout << b.valid << " valid, " << b.with_activations << " with activations in the bound, "
+            << b.over_hbm_by_activations << " over HBM by them\n";
   EXPECT_GT(b.valid, 1000u);
+  EXPECT_GT(b.with_activations, 1000u);
+  EXPECT_GT(b.over_hbm_by_activations, 0u);
   EXPECT_GT(b.compared_with_model_states, 0u);
   EXPECT_GT(b.over_hbm, 0u);
 }
@@ -83,7 +103,10 @@ TEST(MemoryBound, NeverAboveThePlannersPeakOnTheMidSizeSpace) {
   std::vector<std::string> sets = kGpt13Sets;
   sets.push_back("cluster.hbm_gib=8");  // 1.3B: 2.6 GB of bf16 parameters; ZeRO 0 without offload is over 8 GiB at dp*tp*pp = 8*1*1
   const BoundCheck b = check_bound(kGpt13, sets, 8);
+  std::cout << b.valid << " valid, " << b.with_activations << " with activations in the bound, "
+            << b.over_hbm_by_activations << " over HBM by them\n";
   EXPECT_GT(b.valid, 1000u);
+  EXPECT_GT(b.with_activations, 1000u);
   EXPECT_GT(b.compared_with_model_states, 0u);
   EXPECT_GT(b.over_hbm, 0u);
 }
