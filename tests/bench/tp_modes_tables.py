@@ -82,6 +82,7 @@ def main():
     ap.add_argument("--bin", default="build/bin")
     ap.add_argument("--only", choices=["seed", "6.7b", "175b"])
     ap.add_argument("--raw", help="append each run's figures as a JSON line")
+    ap.add_argument("--preset", choices=["dgx-a100-80g", "dgx-h100"], help="the seed table's rows of one cluster only")
     a = ap.parse_args()
     raw = open(a.raw, "a") if a.raw else None
 
@@ -92,7 +93,7 @@ def main():
             raw.flush()
 
     if a.only in (None, "seed"):
-        for preset in ("dgx-a100-80g", "dgx-h100"):
+        for preset in [a.preset] if a.preset else ("dgx-a100-80g", "dgx-h100"):
             for gpus, (batch, modes) in SEED_ROWS.items():
                 for mode, layout, sets in modes:
                     all_sets = (["cluster.preset=dgx-h100"] if preset == "dgx-h100" else []) + batch + sets
