@@ -15,14 +15,16 @@ std::pair<BufferId, BufferId> load_batch(StepState& st, int mb) {
   return load_batch(st, mb, block);
 }
 
-std::pair<BufferId, BufferId> load_batch(StepState& st, int mb, int64_t block) {
+std::pair<BufferId, BufferId> load_batch(StepState& st, int mb, int64_t block) { return load_batch(st, mb, block, 1); }
+
+std::pair<BufferId, BufferId> load_batch(StepState& st, int mb, int64_t block, int64_t count) {
   const StepDims& d = st.dims;
-  BufferId tokens = st.allocate("tokens", -1, mb, d.n, DType::kInt32);
-  BufferId targets = st.allocate("targets", -1, mb, d.n, DType::kInt32);
+  BufferId tokens = st.allocate("tokens", -1, mb, count * d.n, DType::kInt32);
+  BufferId targets = st.allocate("targets", -1, mb, count * d.n, DType::kInt32);
   int64_t blocks = int64_t(d.tp2d_q) * d.tp2d_d;
   if (d.tp3d_q > 1) blocks = int64_t(d.tp3d_q) * d.tp3d_q;
   const int64_t sample0 = ((int64_t(st.coord.dp) * st.micro_batches + mb) * blocks + block) * d.batch;
-  st.kernel(Kernel::kData, Phase::kForward, -1, mb, {sample0, d.batch, d.seq, d.seq_chunks, d.seq_chunk}, {},
+  st.kernel(Kernel::kData, Phase::kForward, -1, mb, {sample0, count * d.batch, d.seq, d.seq_chunks, d.seq_chunk}, {},
             {tokens, targets}, d.zigzag ? kZigZag : 0, DType::kInt32);
   return {tokens, targets};
 }

@@ -243,6 +243,9 @@ BufferId dropout_bwd(StepState& st, int l, int mb, BufferId dy, BufferId* mask, 
 std::pair<BufferId, BufferId> load_batch(StepState& st, int mb);
 // The same of another batch block of the micro-batch (of the blocks the grid splits it into).
 std::pair<BufferId, BufferId> load_batch(StepState& st, int mb, int64_t block);
+// The same of `blocks` consecutive batch blocks from `block` (a grid's vocabulary-parallel
+// embedding looks up the tokens of its group's blocks).
+std::pair<BufferId, BufferId> load_batch(StepState& st, int mb, int64_t block, int64_t blocks);
 int64_t tokens_per_iteration(const StepState& st);
 // The head's start: its input x and the micro-batch's targets (kept by the embedding on a single
 // stage, loaded otherwise).

@@ -14,10 +14,12 @@
 //    [b/q, s, 2] backward), the four linears as SUMMA, attention on the rank's heads (feature
 //    block j holds whole heads) for its batch block.
 //  - tp2d_embedding_head.cc: embedding, head and loss. The table is held in blocks [vocab/q, h/q]
-//    (vocabulary block i, feature block j: VocabParallelClassifier2D's weight layout). The
-//    embedding all-gathers it over the column group into the [vocab, h/q] columns of feature
-//    block j (stated difference: Colossal-AI's VocabParallelEmbedding2D looks up every token in
-//    its block and reduce-scatters the output). The head, as Colossal-AI chooses it
+//    (vocabulary block i, feature block j: VocabParallelClassifier2D's weight layout). Above 2048
+//    tokens of vocabulary (grid_vocab_parallel) the embedding is VocabParallelEmbedding2D's: every
+//    token of the depth layer's share of the micro-batch looked up in the rank's vocabulary block
+//    (zero outside it), the [q * b/q * s, h/q] partial sums reduce-scattered over the column group
+//    by batch block; otherwise the table is all-gathered over the column group into the
+//    [vocab, h/q] columns of feature block j and looked up locally. The head, as Colossal-AI chooses it
 //    (grid_vocab_parallel): above 2048 tokens of vocabulary the vocabulary-parallel classifier
 //    (summa_head_*: logits [b/q * s, vocab/q] of vocabulary block j) and loss (max, sum of
 //    exponentials and target logit all-reduced over the row group); otherwise the table gathered
@@ -123,6 +125,17 @@ struct GridEndOps {
   BufferId (*head_backward)(StepState& st, int mb, BufferId dlogits, BufferId yf, BufferId table,
                             BufferId dtable) = nullptr;
   void (*reduce_head_loss)(StepState& st, BufferId loss, int mb) = nullptr;
+  // The vocabulary-parallel embedding (also when vocab_parallel: Colossal-AI's Embedding wrapper
+  // takes VocabParallelEmbedding2D / 2p5D / 3D above the same limit). The rank looks the tokens of
+  // embed_blocks batch blocks from embed_first_block up in its vocabulary rows [embed_offset,
+  // embed_offset + embed_rows) (zero outside them) of the table embed_table returns (nullptr: the
+  // rank's own block), and reduce-scatters the partial embeddings [embed_blocks * n, h/q] over
+  // embed_group by batch block. Backward: dx all-gathered over embed_group, the rows' gradient
+  // accumulated locally and handed to embed_table_grad (nullptr: accumulated into the block itself).
+  int64_t embed_first_block = 0, embed_blocks = 1, embed_rows = 0, embed_offset = 0;
+  GroupId embed_group = kNoId;
+  BufferId (*embed_table)(StepState& st, BufferId shard, int mb, Phase ph) = nullptr;
+  void (*embed_table_grad)(StepState& st, BufferId rows_grad, BufferId grad, int mb) = nullptr;
   GridLayerOps norm_ops() const {
     GridLayerOps o;
     o.norm_group = norm_group;

@@ -2,7 +2,14 @@
 // with its GridEndOps (shared/tp3d.h). See shared/tp2d.h for the layout and how it
 // differs from Colossal-AI's Embedding2D / Classifier2D. The table (embedding, or untied head)
 // is held as vocabulary block i, feature block j: [vocab/q, h/q].
-//  - embedding: all-gather the table over the column group into its feature block j [vocab, h/q],
+//  - embedding, vocabulary-parallel (vocabulary above 2048, VocabParallelEmbedding2D / 2p5D at
+//    4f9953be, parallel_2d/layers.py and parallel_2p5d/layers.py): the tokens of the q batch
+//    blocks of the column group (the depth layer's share of the micro-batch) looked up in the
+//    rank's rows i*vocab/q.. of its block (zero outside), the [q n, h/q] partial embeddings
+//    reduce-scattered over the column group (PARALLEL_2D_COL, by batch block); backward dx
+//    all-gathered over the column group (_ReduceScatterTensor2D.backward) and the rows' gradient
+//    accumulated into the rank's block (no table collective).
+//  - embedding, vocabulary up to 2048: all-gather the table over the column group into its feature block j [vocab, h/q],
 //    look up the batch block's tokens locally (no reduction: each rank writes its own features);
 //    backward: the table gradient [vocab, h/q] of the batch block, reduce-scattered over the
 //    column group (the other batch blocks) into the rank's [vocab/q, h/q] block.
@@ -86,10 +93,66 @@ GridEndOps tp2d_end_ops(const StepState& st) {
   e.head_logits = head_logits;
   e.head_backward = head_backward;
   e.reduce_head_loss = reduce_loss;
+  // VocabParallelEmbedding2D: vocabulary rows of block i (the column group's rank), the tokens of
+  // the column group's batch blocks k*q .. k*q + q-1, the output reduce-scattered over the column
+  // group (whose ranks are rows 0..q-1, in order); the table block itself is looked up.
+  e.embed_first_block = int64_t(d.tp2d_k) * d.tp2d_q;
+  e.embed_blocks = d.tp2d_q;
+  e.embed_rows = d.vocab / d.tp2d_q;
+  e.embed_offset = e.embed_rows * d.tp2d_i;
+  e.embed_group = tp2d_column_group(st);
   return e;
 }
 
+namespace {
+
+// The vocabulary-parallel embedding (GridEndOps::embed_*): partial lookups of every token of the
+// group's batch blocks in the rank's vocabulary rows, reduce-scattered by batch block.
+BufferId vocab_parallel_embedding_forward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb) {
+  const StepDims& d = st.dims;
+  auto [tokens, targets] = load_batch(st, mb, e.embed_first_block, e.embed_blocks);
+  st.release(targets);  // not this rank's rows: the head loads its own batch block's targets
+  st.keep_tokens(chunk, mb, tokens);
+  const BufferId block = st.params(unit).table;
+  const BufferId table = e.embed_table ? e.embed_table(st, block, mb, Phase::kForward) : block;
+  const int64_t wide = e.embed_blocks * d.n;
+  const BufferId part = st.allocate("x_embed_partial", -1, mb, wide * d.hidden, d.dtype, BufferRole::kComm);
+  st.kernel(Kernel::kEmbedding, Phase::kForward, -1, mb, {wide, d.hidden, e.embed_rows, e.embed_offset},
+            {tokens, table}, {part}, 0, d.dtype);
+  if (table != block) st.release(table);
+  const BufferId x = st.allocate("x_embed", -1, mb, d.n * d.hidden, d.dtype);
+  tp2d_collective(st, CollectiveOp::kReduceScatter, e.embed_group, -1, part, x, wide * d.hidden * dtype_bytes(d.dtype),
+                  Phase::kForward, -1, mb, d.dtype);
+  st.release(part);
+  return x;
+}
+
+void vocab_parallel_embedding_backward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb, BufferId dx) {
+  const StepDims& d = st.dims;
+  const BufferId tokens = st.take_tokens(chunk, mb);
+  const int64_t wide = e.embed_blocks * d.n;
+  const BufferId dfull = st.allocate("dx_embed_full", -1, mb, wide * d.hidden, d.dtype, BufferRole::kComm);
+  tp2d_collective(st, CollectiveOp::kAllGather, e.embed_group, -1, dx, dfull, wide * d.hidden * dtype_bytes(d.dtype),
+                  Phase::kBackward, -1, mb, d.dtype);
+  st.release(dx);
+  const BufferId grad = st.grads(unit).table;
+  const std::array<int64_t, 6> dims = {wide, d.hidden, e.embed_rows, e.embed_offset};
+  if (!e.embed_table_grad) {
+    st.kernel(Kernel::kEmbeddingBwd, Phase::kBackward, -1, mb, dims, {tokens, dfull}, {grad}, kAccumulateOut, d.dtype);
+  } else {
+    const BufferId rows = st.allocate("table_grad", -1, mb, e.embed_rows * d.hidden, st.program.buffer_at(grad).dtype,
+                                      BufferRole::kComm);
+    st.kernel(Kernel::kEmbeddingBwd, Phase::kBackward, -1, mb, dims, {tokens, dfull}, {rows}, kAccumulateOut, d.dtype);
+    e.embed_table_grad(st, rows, grad, mb);  // frees rows
+  }
+  st.release(dfull);
+  st.release(tokens);
+}
+
+}  // namespace
+
 BufferId grid_embedding_forward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb) {
+  if (e.vocab_parallel) return vocab_parallel_embedding_forward(st, e, unit, chunk, mb);
   const StepDims& d = st.dims;
   auto [tokens, targets] = load_batch(st, mb);
   if (st.holds_head()) st.keep_targets(mb, targets);
@@ -104,6 +167,7 @@ BufferId grid_embedding_forward(StepState& st, const GridEndOps& e, int unit, in
 }
 
 void grid_embedding_backward(StepState& st, const GridEndOps& e, int unit, int chunk, int mb, BufferId dx) {
+  if (e.vocab_parallel) return vocab_parallel_embedding_backward(st, e, unit, chunk, mb, dx);
   const StepDims& d = st.dims;
   const BufferId tokens = st.take_tokens(chunk, mb);
   const BufferId grad = st.grads(unit).table;

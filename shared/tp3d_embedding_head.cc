@@ -1,7 +1,14 @@
 // Embedding, head and loss under 3D tensor parallelism (shared/tp3d.h for the layout and how it
 // differs from Colossal-AI's Embedding3D / Classifier3D). The table (embedding, or untied head)
 // is held as vocabulary block a*q + b (of q^2), feature block c: [vocab/q^2, h/q].
-//  - embedding: all-gather the table over B, then A, into its feature block c [vocab, h/q]; look
+//  - embedding, vocabulary above 2048 (VocabParallelEmbedding3D, parallel_3d/layers.py at
+//    4f9953be): the tokens of batch blocks b*q .. b*q + q-1 (the input split over the weight
+//    group, B) looked up in vocabulary part a [a*vocab/q, (a+1)*vocab/q) of the table gathered
+//    over B ([vocab/q, h/q], zero outside the part), the [q n, h/q] partial embeddings
+//    reduce-scattered over A (the input group) by batch block into b*q + a. Backward: dx
+//    all-gathered over A, the part's gradient [vocab/q, h/q] reduce-scattered over B into the
+//    rank's block (the backward of all_gather_tensor_3d).
+//  - embedding, vocabulary up to 2048: all-gather the table over B, then A, into its feature block c [vocab, h/q]; look
 //    the batch block's tokens up locally. Backward: the table gradient [vocab, h/q] of the batch
 //    block, reduce-scattered over A, then B (the other batch blocks) into the rank's block.
 //  - head, vocabulary above 2048 (GridEndOps::vocab_parallel): the classifier as a 3D linear
@@ -44,6 +51,31 @@ void reduce_table_grad(StepState& st, BufferId full, BufferId grad, int mb) {
   tp2d_collective(st, CollectiveOp::kReduceScatter, tp3d_group(st, kTp3dAxisB), -1, half, shard, part * e,
                   Phase::kBackward, -1, mb, gt);
   st.release(half);
+  st.kernel(Kernel::kAccumulate, Phase::kBackward, -1, mb, {mine}, {shard}, {grad}, 0, gt);
+  st.release(shard);
+}
+
+// VocabParallelEmbedding3D's weight: the rank's block gathered over B into vocabulary part a,
+// [vocab/q, h/q].
+BufferId gather_table_part(StepState& st, BufferId shard, int mb, Phase ph) {
+  const StepDims& d = st.dims;
+  const int64_t part = d.vocab / d.tp3d_q * d.hidden;
+  const BufferId table = st.allocate("table_part", -1, mb, part, d.dtype, BufferRole::kComm);
+  tp2d_collective(st, CollectiveOp::kAllGather, tp3d_group(st, kTp3dAxisB), -1, shard, table,
+                  part * dtype_bytes(d.dtype), ph, -1, mb, d.dtype);
+  return table;
+}
+
+// Adds the vocabulary part's gradient [vocab/q, h/q] (freed), reduce-scattered over B, into the
+// rank's block `grad`.
+void reduce_table_part_grad(StepState& st, BufferId part, BufferId grad, int mb) {
+  const StepDims& d = st.dims;
+  const DType gt = st.program.buffer_at(part).dtype;
+  const int64_t all = d.vocab / d.tp3d_q * d.hidden, mine = all / d.tp3d_q;
+  const BufferId shard = st.allocate("table_grad_block", -1, mb, mine, gt, BufferRole::kComm);
+  tp2d_collective(st, CollectiveOp::kReduceScatter, tp3d_group(st, kTp3dAxisB), -1, part, shard,
+                  all * dtype_bytes(gt), Phase::kBackward, -1, mb, gt);
+  st.release(part);
   st.kernel(Kernel::kAccumulate, Phase::kBackward, -1, mb, {mine}, {shard}, {grad}, 0, gt);
   st.release(shard);
 }
@@ -103,6 +135,16 @@ GridEndOps tp3d_end_ops(const StepState& st) {
   e.head_logits = head_logits;
   e.head_backward = head_backward;
   e.reduce_head_loss = reduce_head_loss;
+  // VocabParallelEmbedding3D: split_tensor_3d of the input over the weight group (B: tokens of
+  // batch blocks b*q ..), vocabulary part of the input group's rank (a), the weight gathered over
+  // B, the output reduce-scattered over the input group (A, whose ranks are a = 0..q-1 in order).
+  e.embed_first_block = int64_t(d.tp3d_b) * d.tp3d_q;
+  e.embed_blocks = d.tp3d_q;
+  e.embed_rows = d.vocab / d.tp3d_q;
+  e.embed_offset = e.embed_rows * d.tp3d_a;
+  e.embed_group = tp3d_group(st, kTp3dAxisA);
+  e.embed_table = gather_table_part;
+  e.embed_table_grad = reduce_table_part_grad;
   return e;
 }
 

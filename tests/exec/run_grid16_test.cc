@@ -58,6 +58,12 @@ const Strategy kStrategies[] = {
     {"tp3d_q2_pp2_vocab_parallel",
      "-n 16 --set strategy.tp=8 --set strategy.tp_mode=3d --set strategy.pp=2 --set model.vocab=2304",
      "-n 1 --set model.vocab=2304"},
+    // 2.5D d 2 x q 2 with DP 2 and the same vocabulary: the vocabulary-parallel embedding
+    // (VocabParallelEmbedding2p5D: each depth layer looks up its share of the micro-batch, the
+    // table's gradient summed over depth and replicas) and head.
+    {"tp2p5d_q2_d2_dp2_vocab_parallel",
+     "-n 16 --set strategy.tp=8 --set strategy.tp_mode=2.5d --set strategy.tp_depth=2 --set model.vocab=2304",
+     "-n 1 --set model.vocab=2304"},
 };
 
 void PrintTo(const Strategy& s, std::ostream* os) { *os << s.name; }
