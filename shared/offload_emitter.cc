@@ -37,6 +37,14 @@ void gather_host_chunk(StepState& st, int k, TaskId throttle) {
   if (bb.staging == kNoId)
     bb.staging = st.program.buffer(chunk_name(k, "param_shard_device"), shard.bytes, shard.dtype,
                                    BufferRole::kParam);
+  // One device copy of a shard at a time: the previous one is freed on the compute stream, which
+  // needs its all-gather before it uses that chunk, and the next is allocated after that free
+  // (freed on the comm stream behind the all-gather, it could stay allocated past later Allocs:
+  // shared/memory_order.h).
+  if (st.staging_in_use != kNoId) {
+    throttle = st.program.free(st.staging_in_use, Stream::kCompute);
+    st.staging_in_use = kNoId;
+  }
   after(bb.staging, Stream::kH2D);
   st.program.copy(CopyDirection::kH2D, bb.host_param, bb.staging, Stream::kH2D);
   after(bb.param, Stream::kGradComm);
@@ -48,7 +56,13 @@ void gather_host_chunk(StepState& st, int k, TaskId throttle) {
   c.phase = Phase::kForward;
   c.buffers = {bb.staging, bb.param};
   st.program.collective(std::move(c), Stream::kGradComm);
-  st.program.free(bb.staging, Stream::kGradComm);
+  st.staging_in_use = bb.staging;
+}
+
+void free_host_chunk_staging(StepState& st) {
+  if (st.staging_in_use == kNoId) return;
+  st.program.free(st.staging_in_use, Stream::kCompute);
+  st.staging_in_use = kNoId;
 }
 
 void host_chunk_step(StepState& st, int k, BufferId grad, int64_t n, TaskId wait) {
