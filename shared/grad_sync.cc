@@ -473,16 +473,55 @@ void emit_optimizer(StepState& st) {
   const int zero = zero_stage(st);
   const int e = dtype_bytes(st.dims.dtype);
   TaskId wait = optimizer_reductions(st);
-  std::vector<TaskId> params_sent;  // host Adam: the frees of the updated parameters copied up
   const int64_t step_bytes = optimizer_bytes_per_element(st.scenario);
-  for (int k = 0; k < st.bucket_count(); ++k) {
+  const int buckets = st.bucket_count();
+  auto grad_of = [&](int k) {
+    return zero == 0 && !st.layout.buckets[k].host_optimizer ? st.bucket(k).grad : st.bucket(k).grad_shard;
+  };
+  // Adam on the host (chunks on the host, offload optimizer and auto): the gradient (shard) down
+  // to a host buffer unless it is there already (auto: grads_to_host). Each shard comes down one
+  // bucket ahead, while the host Adam steps the one before, and not before the host stream has
+  // freed everything before it in program order (so host memory follows the plan:
+  // shared/memory_order.h): at most two buckets' gradients on the host.
+  std::vector<BufferId> host_grad(size_t(buckets), kNoId);
+  auto download = [&](int k) {
+    const GradBucket& gb = st.layout.buckets[k];
+    if (host_grad[size_t(k)] != kNoId || !(gb.on_host || host_adam(st, k))) return;
+    const BufferId grad = grad_of(k);
+    const Buffer& g = st.program.buffer_at(grad);
+    if (g.placement == Placement::kHost) {
+      host_grad[size_t(k)] = grad;
+      return;
+    }
+    const BufferId h = st.program.buffer(bname(k, "host_grad"), g.bytes, g.dtype, BufferRole::kGrad, Placement::kHost);
+    const TaskId host = st.program.last_on(Stream::kHost);
+    if (host == kNoId) st.program.alloc(h, Stream::kD2H);
+    else st.program.alloc(h, Stream::kD2H, {host});
+    // A chunk on the host under offload params steps after the optimizer's reductions.
+    if (gb.on_host && wait != kNoId) st.program.copy(CopyDirection::kD2H, grad, h, Stream::kD2H, {wait});
+    else st.program.copy(CopyDirection::kD2H, grad, h, Stream::kD2H);
+    host_grad[size_t(k)] = h;
+  };
+  // The updated parameters of host-Adam buckets on their way up, oldest first: freed on the host
+  // stream (after their copy) before the one two buckets later is written.
+  std::vector<BufferId> params_in_flight;
+  auto free_params_in_flight = [&](size_t keep) {
+    while (params_in_flight.size() > keep) {
+      st.program.free(params_in_flight.front(), Stream::kHost);
+      params_in_flight.erase(params_in_flight.begin());
+    }
+  };
+  for (int k = 0; k < buckets; ++k) {
     BucketBuffers& bb = st.bucket(k);
     const GradBucket& gb = st.layout.buckets[k];
     const int64_t n = zero >= 1 ? gb.shard_elements : gb.elements;
-    BufferId grad = zero == 0 && !gb.host_optimizer ? bb.grad : bb.grad_shard;
+    const BufferId grad = grad_of(k);
     BufferId param = zero == 0 ? bb.param : bb.param_shard;
+    download(k);
+    if (k + 1 < buckets) download(k + 1);
+    const BufferId hgrad = host_grad[size_t(k)];
     if (gb.on_host) {
-      host_chunk_step(st, k, grad, n, wait);
+      host_chunk_step(st, k, hgrad, hgrad != grad, n, wait);
       wait = kNoId;
     } else if (!host_adam(st, k)) {
       BufferId master = bb.master != kNoId ? bb.master : param;
@@ -497,20 +536,12 @@ void emit_optimizer(StepState& st) {
       else st.program.compute(std::move(c), {wait});
       wait = kNoId;
     } else {
-      // Gradients down, Adam on the CPU over the fp32 master, parameters back up.
-      // (Under offload auto the gradient shard is on the host already: grads_to_host.)
-      const bool down = st.program.buffer_at(grad).placement != Placement::kHost;
-      BufferId hgrad = grad;
-      if (down) {
-        hgrad = st.program.buffer(bname(k, "host_grad"), n * e, st.dims.dtype, BufferRole::kGrad, Placement::kHost);
-        st.program.alloc(hgrad, Stream::kD2H);
-        st.program.copy(CopyDirection::kD2H, grad, hgrad, Stream::kD2H);
-      }
+      // Adam on the CPU over the fp32 master, the parameters back up.
       BufferId hparam = st.program.buffer(bname(k, "host_param"), n * e, st.dims.dtype, BufferRole::kParam, Placement::kHost);
       // Not before the one two buckets back is on its way up: a copy stream slower than the host
       // Adam would otherwise pile updated parameters up in host memory.
-      if (params_sent.size() >= 2) st.program.alloc(hparam, Stream::kHost, {params_sent[params_sent.size() - 2]});
-      else st.program.alloc(hparam, Stream::kHost);
+      free_params_in_flight(1);
+      st.program.alloc(hparam, Stream::kHost);
       Compute c;
       c.kernel = Kernel::kAdam;
       c.dtype = st.dims.dtype;
@@ -519,15 +550,19 @@ void emit_optimizer(StepState& st) {
       c.inputs = {hgrad};
       c.outputs = {bb.master, bb.m, bb.v, hparam};
       st.program.compute(std::move(c), {}, Stream::kHost);
-      if (down) st.program.free(hgrad, Stream::kHost);
+      if (hgrad != grad) st.program.free(hgrad, Stream::kHost);
       st.program.copy(CopyDirection::kH2D, hparam, param, Stream::kH2D);
-      params_sent.push_back(st.program.free(hparam, Stream::kH2D));
+      params_in_flight.push_back(hparam);
     }
     if ((zero == 1 || zero == 2) && !st.scenario.software.overlap_param_gather)
       dp_collective(st, CollectiveOp::kAllGather, bb.param_shard, bb.param, gb.elements * e, Phase::kOptimizer,
                     grad_group(st));
-    st.release(zero < 2 && !gb.host_optimizer ? bb.grad : bb.grad_shard);
+    // A host-placed gradient (auto's accumulated shard) is freed by the host stream that read it.
+    const BufferId done = zero < 2 && !gb.host_optimizer ? bb.grad : bb.grad_shard;
+    if (done != kNoId && st.program.buffer_at(done).placement == Placement::kHost) st.program.free(done, Stream::kHost);
+    else st.release(done);
   }
+  free_params_in_flight(0);
   if (st.loss() != kNoId) {
     if (grad_group_size(st) > 1) {
       Collective c;

@@ -65,18 +65,8 @@ void free_host_chunk_staging(StepState& st) {
   st.staging_in_use = kNoId;
 }
 
-void host_chunk_step(StepState& st, int k, BufferId grad, int64_t n, TaskId wait) {
+void host_chunk_step(StepState& st, int k, BufferId hgrad, bool downloaded, int64_t n, TaskId wait) {
   BucketBuffers& bb = st.bucket(k);
-  const Buffer& g = st.program.buffer_at(grad);
-  // Under offload auto the gradient shard is on the host already (grads_to_host, grad_sync.cc).
-  const bool down = g.placement != Placement::kHost;
-  BufferId hgrad = grad;
-  if (down) {
-    hgrad = st.program.buffer(chunk_name(k, "host_grad"), g.bytes, g.dtype, BufferRole::kGrad, Placement::kHost);
-    st.program.alloc(hgrad, Stream::kD2H);
-    if (wait == kNoId) st.program.copy(CopyDirection::kD2H, grad, hgrad, Stream::kD2H);
-    else st.program.copy(CopyDirection::kD2H, grad, hgrad, Stream::kD2H, {wait});
-  }
   Compute c;
   c.kernel = Kernel::kAdam;
   c.dtype = st.dims.dtype;
@@ -84,9 +74,9 @@ void host_chunk_step(StepState& st, int k, BufferId grad, int64_t n, TaskId wait
   c.dims = {n};
   c.inputs = {hgrad};
   c.outputs = {bb.master != kNoId ? bb.master : bb.host_param, bb.m, bb.v, bb.host_param};
-  if (wait == kNoId || down) st.program.compute(std::move(c), {}, Stream::kHost);
+  if (wait == kNoId || downloaded) st.program.compute(std::move(c), {}, Stream::kHost);
   else st.program.compute(std::move(c), {wait}, Stream::kHost);
-  if (down) st.program.free(hgrad, Stream::kHost);
+  if (downloaded) st.program.free(hgrad, Stream::kHost);
 }
 
 }  // namespace tandem

@@ -275,9 +275,10 @@ void ensure_grads(StepState& st, int unit);
 void after_unit_backward(StepState& st, int unit, int mb);
 void emit_optimizer(StepState& st);
 // offload_emitter.cc: a chunk on the host (offload params): its gather to the device before a
-// pass (allocations after `throttle`), and its optimizer step on the host after task `wait`.
+// pass (allocations after `throttle`), and its optimizer step on the host over its gradient
+// shard on the host (`downloaded`: a copy the step frees), after task `wait`.
 void gather_host_chunk(StepState& st, int k, TaskId throttle);
-void host_chunk_step(StepState& st, int k, BufferId grad, int64_t n, TaskId wait);
+void host_chunk_step(StepState& st, int k, BufferId hgrad, bool downloaded, int64_t n, TaskId wait);
 void free_host_chunk_staging(StepState& st);  // the last host chunk shard copy gathered, if any
 // fp8_state.cc: strategy.dtype fp8, the FP8 weight copies and the scaling state of every layer.
 void emit_fp8_state(StepState& st);

@@ -1,4 +1,5 @@
-// The offload programs' planned memory is the worst case of every execution (shared/memory_order.h):
+// The offload programs' planned memory, device and host, is the worst case of every execution
+// (shared/memory_order.h):
 // no Free that comes before an Alloc in program order can run after it, whatever the copies take.
 // Session 8's programs freed a gradient chunk on the d2h stream behind its copy down while the next
 // chunk's gradient was allocated on the compute stream: two chunks on the device in time, one in
@@ -82,9 +83,11 @@ TEST(OffloadMemoryOrder, ThePlanBoundsEveryExecution) {
     const Schedule s(testing::tiny(sets));
     for (int r = 0; r < s.world_size(); ++r) {
       const Program p = s.program(r);
-      const auto u = first_unordered_free(p, Placement::kDevice);
-      EXPECT_FALSE(u.has_value()) << join(sets) << "rank " << r << ": " << describe(p, u->free)
-                                  << " may run after " << describe(p, u->alloc);
+      for (const Placement place : {Placement::kDevice, Placement::kHost}) {
+        const auto u = first_unordered_free(p, place);
+        EXPECT_FALSE(u.has_value()) << join(sets) << "rank " << r << ": " << describe(p, u->free)
+                                    << " may run after " << describe(p, u->alloc);
+      }
     }
   }
 }
@@ -122,9 +125,9 @@ TEST(OffloadMemoryOrder, TwoChunksInFlightAtThePeak) {
   EXPECT_EQ(live_b1, kChunkBytes);
 }
 
-// Live device bytes of rank 0 with its Allocs and Frees taken in the order they end in a run of
-// the reference executor (as the simulator accounts them), not in program order.
-int64_t peak_in_time(const Schedule& s, const TaskCost& cost) {
+// Live bytes (of `place`) of rank 0 with its Allocs and Frees taken in the order they end in a
+// run of the reference executor (as the simulator accounts them), not in program order.
+int64_t peak_in_time(const Schedule& s, const TaskCost& cost, Placement place) {
   ReferenceOptions o;
   o.memory_in_program_order = false;
   const ReferenceRun run = run_reference(s, cost, o);
@@ -139,7 +142,7 @@ int64_t peak_in_time(const Schedule& s, const TaskCost& cost) {
     const Task& t = p.tasks[id];
     const bool alloc = std::holds_alternative<Alloc>(t.op);
     const Buffer& b = p.buffers[alloc ? std::get<Alloc>(t.op).buffer : std::get<Free>(t.op).buffer];
-    if (b.placement != Placement::kDevice) continue;
+    if (b.placement != place) continue;
     live += alloc ? b.bytes : -b.bytes;
     peak = std::max(peak, live);
   }
@@ -153,13 +156,14 @@ TEST(OffloadMemoryOrder, CopiesSlowerThanTheBackwardStayWithinThePlan) {
   for (const std::vector<std::string>& sets : offload_configs()) {
     const Schedule s(testing::tiny(sets));
     const TaskCost roofline = roofline_cost(s);
-    const int64_t planned = memory_profile(s, 0).peak_device_bytes;
+    const MemoryProfile planned = memory_profile(s, 0);
     for (const double copy_factor : {1e-4, 1.0, 1e4}) {
       const TaskCost cost = [&](int r, const Program& p, const Task& t) {
         const double c = roofline(r, p, t);
         return std::holds_alternative<Copy>(t.op) ? c * copy_factor : c;
       };
-      EXPECT_LE(peak_in_time(s, cost), planned) << join(sets) << "copies x" << copy_factor;
+      EXPECT_LE(peak_in_time(s, cost, Placement::kDevice), planned.peak_device_bytes) << join(sets) << "copies x" << copy_factor;
+      EXPECT_LE(peak_in_time(s, cost, Placement::kHost), planned.peak_host_bytes) << join(sets) << "copies x" << copy_factor;
     }
   }
 }
