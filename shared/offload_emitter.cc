@@ -2,12 +2,13 @@
 // static placement (colossalai/zero/gemini/placement_policy.py, chunk/chunk.py, commit
 // 4f9953be335e): a host chunk keeps its parameter shard and its optimizer states on the host.
 // Before its first use in a pass its shard is copied to the device on the h2d stream and, under
-// ZeRO-3, all-gathered there into the whole chunk (the device copy of the shard is freed at once);
-// after its last use the whole chunk is freed as any ZeRO-3 chunk. Its gradient shard goes down to
-// the host after the backward and Adam runs on the host over the host shard (HybridAdam's CPU
-// half), so nothing comes back up until the next iteration's gather. Under offload params the
-// gradients stay on the device during the backward; under offload auto each chunk's reduced
-// gradient shard is on the host after every micro-batch (grads_to_host, shared/grad_sync.cc).
+// ZeRO-3, all-gathered there into the whole chunk (the device copy of the shard is freed before
+// the next host chunk's is made); after its last use the whole chunk is freed as any ZeRO-3
+// chunk. Its gradient shard goes down to the host after the backward and Adam runs on the host
+// over the host shard (HybridAdam's CPU half), so nothing comes back up until the next
+// iteration's gather. Under offload params the gradients stay on the device during the backward;
+// under offload auto each chunk's reduced gradient shard is on the host after every micro-batch
+// (grads_to_host, shared/grad_sync.cc).
 #include "shared/sequence_split.h"
 #include "shared/step_state.h"
 
