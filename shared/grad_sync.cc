@@ -254,6 +254,22 @@ void release_params_after(StepState& st, int unit, bool forward) {
   }
 }
 
+namespace {
+
+// offload auto: frees the device buffers of all but the `keep` newest chunks in flight
+// (StepState::grads_in_flight).
+void free_grads_in_flight(StepState& st, size_t keep) {
+  std::vector<std::vector<BufferId>>& q = st.grads_in_flight;
+  const size_t n = q.size() > keep ? q.size() - keep : 0;
+  // On the compute stream: each Free waits for the copy that reads its buffer (ProgramBuilder's
+  // derived dependencies), and every later Alloc of the backward comes after it.
+  for (size_t i = 0; i < n; ++i)
+    for (BufferId b : q[i]) st.program.free(b, Stream::kCompute);
+  q.erase(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
+}  // namespace
+
 void ensure_grads(StepState& st, int unit) {
   for (int k : touched_buckets(st, unit)) {
     if (zero_stage(st) < 2 && !st.layout.buckets[k].host_optimizer) continue;
@@ -261,11 +277,8 @@ void ensure_grads(StepState& st, int unit) {
     if (bb.grad_live) continue;
     // offload auto: not before the gradient two chunks back has left the device (a copy stream
     // slower than the backward would otherwise pile gradients up on the device).
-    const size_t sent = st.grads_sent.size();
-    if (st.layout.buckets[k].host_optimizer && sent >= 2)
-      st.program.alloc(bb.grad, Stream::kCompute, {st.grads_sent[sent - 2]});
-    else
-      st.program.alloc(bb.grad, Stream::kCompute);
+    if (st.layout.buckets[k].host_optimizer) free_grads_in_flight(st, 1);
+    st.program.alloc(bb.grad, Stream::kCompute);
     bb.grad_live = true;
   }
 }
@@ -286,18 +299,23 @@ void grads_to_host(StepState& st, int k, int mb) {
   const DType gt = st.scenario.grad_dtype();
   const int e = dtype_bytes(gt);
   BufferId reduced = bb.grad, part = kNoId;
+  // Not before the chunk's backward has run on the compute stream (Gemini reduces in the chunk's
+  // gradient hook): the comm stream would otherwise allocate ahead of the frees before it.
+  const TaskId backward = st.program.last_on(Stream::kCompute);
   if (grad_group_size(st) > 1) {
     part = st.program.buffer(st.buffer_name("rs_out", -1, mb).append(".B").append(std::to_string(k)),
                              gb.shard_elements * e, gt, BufferRole::kComm);
-    st.program.alloc(part, Stream::kGradComm);
+    if (backward == kNoId) st.program.alloc(part, Stream::kGradComm);
+    else st.program.alloc(part, Stream::kGradComm, {backward});
     dp_collective(st, CollectiveOp::kReduceScatter, bb.grad, part, gb.elements * e, Phase::kBackward, grad_group(st));
     reduced = part;
   }
   if (mb <= 0) {
     st.program.copy(CopyDirection::kD2H, reduced, bb.grad_shard, Stream::kD2H);
-    // Freed behind the copy on its own stream: the compute stream goes on with the backward.
-    if (part != kNoId) st.program.free(part, Stream::kD2H);
-    st.grads_sent.push_back(st.program.free(bb.grad, Stream::kD2H));
+    // Freed once the copy is done, before the gradient two chunks later (free_grads_in_flight):
+    // the compute stream goes on with the backward meanwhile.
+    if (part != kNoId) st.grads_in_flight.push_back({part, bb.grad});
+    else st.grads_in_flight.push_back({bb.grad});
     bb.grad_live = false;
     return;
   } else {
@@ -305,13 +323,12 @@ void grads_to_host(StepState& st, int k, int mb) {
                                            gb.shard_elements * e, gt, BufferRole::kGrad);
     // Not before the chunk's backward has run on the compute stream (Gemini brings the shard up in
     // the gradient hook): else the copy stream would allocate every chunk's buffer at once.
-    const TaskId after = st.program.last_on(Stream::kCompute);
-    if (after == kNoId) st.program.alloc(acc, Stream::kH2D);
-    else st.program.alloc(acc, Stream::kH2D, {after});
+    if (backward == kNoId) st.program.alloc(acc, Stream::kH2D);
+    else st.program.alloc(acc, Stream::kH2D, {backward});
     st.program.copy(CopyDirection::kH2D, bb.grad_shard, acc, Stream::kH2D);
     st.kernel(Kernel::kAccumulate, Phase::kBackward, -1, mb, {gb.shard_elements}, {reduced}, {acc}, 0, gt);
     st.program.copy(CopyDirection::kD2H, acc, bb.grad_shard, Stream::kD2H);
-    st.grads_sent.push_back(st.program.free(acc, Stream::kD2H));
+    st.grads_in_flight.push_back({acc});
   }
   st.release(part);
   st.release(bb.grad);
@@ -361,7 +378,12 @@ void sync_bucket(StepState& st, int k, int mb) {
   } else {
     BufferId part = st.program.buffer(st.buffer_name("rs_out", -1, mb).append(".B").append(std::to_string(k)), gb.shard_elements * e,
                                 gt, BufferRole::kComm);
-    st.program.alloc(part, Stream::kGradComm);
+    // Not before the bucket's backward has run on the compute stream (its reduce-scatter waits
+    // for it anyway): allocated earlier, it would run ahead of the frees before it in program
+    // order, past the planned peak (shared/memory_order.h).
+    const TaskId backward = st.program.last_on(Stream::kCompute);
+    if (backward == kNoId) st.program.alloc(part, Stream::kGradComm);
+    else st.program.alloc(part, Stream::kGradComm, {backward});
     dp_collective(st, CollectiveOp::kReduceScatter, bb.grad, part, bytes, Phase::kBackward, dp);
     st.kernel(Kernel::kAccumulate, Phase::kBackward, -1, mb, {gb.shard_elements}, {part}, {bb.grad_shard}, 0, gt);
     st.release(part);
@@ -380,6 +402,9 @@ void after_unit_backward(StepState& st, int unit, int mb) {
       (mb != st.micro_batches - 1 || !st.scenario.software.grad_reduce_overlap))
     return;
   sync_bucket(st, k, mb);
+  // offload auto: the micro-batch's backward ends when its last gradients have left the device
+  // (the last bucket is the first chunk, the last in the backward: offload auto has no pipeline).
+  if (gb.host_optimizer && k == st.bucket_count() - 1) free_grads_in_flight(st, 0);
 }
 
 namespace {
@@ -405,7 +430,9 @@ TaskId model_parallel_scalar(StepState& st, const char* name, ReduceOp reduce, T
   if (zero_stage(st) >= 1) parts.push_back({grad_group(st), Stream::kGradComm});
   if (parts.empty()) return after;
   const BufferId scalar = st.program.buffer(name, 4, DType::kFp32, BufferRole::kWorkspace);
-  st.program.alloc(scalar, Stream::kComm);
+  // Not before what it reduces, nor before the compute stream's frees before it in program order
+  // (the plan's walk frees them first: shared/memory_order.h).
+  st.program.alloc(scalar, Stream::kComm, {after, st.program.last_on(Stream::kCompute)});
   TaskId last = after;
   for (const Part& p : parts) {
     Collective c;
@@ -441,19 +468,60 @@ TaskId optimizer_reductions(StepState& st) {
 void emit_optimizer(StepState& st) {
   for (int k = 0; k < st.bucket_count(); ++k)
     if (reduced_after_backward(st, k)) sync_bucket(st, k, -1);
+  free_grads_in_flight(st, 0);
+  free_host_chunk_staging(st);
   const int zero = zero_stage(st);
   const int e = dtype_bytes(st.dims.dtype);
   TaskId wait = optimizer_reductions(st);
-  std::vector<TaskId> params_sent;  // host Adam: the frees of the updated parameters copied up
   const int64_t step_bytes = optimizer_bytes_per_element(st.scenario);
-  for (int k = 0; k < st.bucket_count(); ++k) {
+  const int buckets = st.bucket_count();
+  auto grad_of = [&](int k) {
+    return zero == 0 && !st.layout.buckets[k].host_optimizer ? st.bucket(k).grad : st.bucket(k).grad_shard;
+  };
+  // Adam on the host (chunks on the host, offload optimizer and auto): the gradient (shard) down
+  // to a host buffer unless it is there already (auto: grads_to_host). Each shard comes down one
+  // bucket ahead, while the host Adam steps the one before, and not before the host stream has
+  // freed everything before it in program order (so host memory follows the plan:
+  // shared/memory_order.h): at most two buckets' gradients on the host.
+  std::vector<BufferId> host_grad(size_t(buckets), kNoId);
+  auto download = [&](int k) {
+    const GradBucket& gb = st.layout.buckets[k];
+    if (host_grad[size_t(k)] != kNoId || !(gb.on_host || host_adam(st, k))) return;
+    const BufferId grad = grad_of(k);
+    const Buffer& g = st.program.buffer_at(grad);
+    if (g.placement == Placement::kHost) {
+      host_grad[size_t(k)] = grad;
+      return;
+    }
+    const BufferId h = st.program.buffer(bname(k, "host_grad"), g.bytes, g.dtype, BufferRole::kGrad, Placement::kHost);
+    const TaskId host = st.program.last_on(Stream::kHost);
+    if (host == kNoId) st.program.alloc(h, Stream::kD2H);
+    else st.program.alloc(h, Stream::kD2H, {host});
+    // A chunk on the host under offload params steps after the optimizer's reductions.
+    if (gb.on_host && wait != kNoId) st.program.copy(CopyDirection::kD2H, grad, h, Stream::kD2H, {wait});
+    else st.program.copy(CopyDirection::kD2H, grad, h, Stream::kD2H);
+    host_grad[size_t(k)] = h;
+  };
+  // The updated parameters of host-Adam buckets on their way up, oldest first: freed on the host
+  // stream (after their copy) before the one two buckets later is written.
+  std::vector<BufferId> params_in_flight;
+  auto free_params_in_flight = [&](size_t keep) {
+    while (params_in_flight.size() > keep) {
+      st.program.free(params_in_flight.front(), Stream::kHost);
+      params_in_flight.erase(params_in_flight.begin());
+    }
+  };
+  for (int k = 0; k < buckets; ++k) {
     BucketBuffers& bb = st.bucket(k);
     const GradBucket& gb = st.layout.buckets[k];
     const int64_t n = zero >= 1 ? gb.shard_elements : gb.elements;
-    BufferId grad = zero == 0 && !gb.host_optimizer ? bb.grad : bb.grad_shard;
+    const BufferId grad = grad_of(k);
     BufferId param = zero == 0 ? bb.param : bb.param_shard;
+    download(k);
+    if (k + 1 < buckets) download(k + 1);
+    const BufferId hgrad = host_grad[size_t(k)];
     if (gb.on_host) {
-      host_chunk_step(st, k, grad, n, wait);
+      host_chunk_step(st, k, hgrad, hgrad != grad, n, wait);
       wait = kNoId;
     } else if (!host_adam(st, k)) {
       BufferId master = bb.master != kNoId ? bb.master : param;
@@ -468,20 +536,12 @@ void emit_optimizer(StepState& st) {
       else st.program.compute(std::move(c), {wait});
       wait = kNoId;
     } else {
-      // Gradients down, Adam on the CPU over the fp32 master, parameters back up.
-      // (Under offload auto the gradient shard is on the host already: grads_to_host.)
-      const bool down = st.program.buffer_at(grad).placement != Placement::kHost;
-      BufferId hgrad = grad;
-      if (down) {
-        hgrad = st.program.buffer(bname(k, "host_grad"), n * e, st.dims.dtype, BufferRole::kGrad, Placement::kHost);
-        st.program.alloc(hgrad, Stream::kD2H);
-        st.program.copy(CopyDirection::kD2H, grad, hgrad, Stream::kD2H);
-      }
+      // Adam on the CPU over the fp32 master, the parameters back up.
       BufferId hparam = st.program.buffer(bname(k, "host_param"), n * e, st.dims.dtype, BufferRole::kParam, Placement::kHost);
       // Not before the one two buckets back is on its way up: a copy stream slower than the host
       // Adam would otherwise pile updated parameters up in host memory.
-      if (params_sent.size() >= 2) st.program.alloc(hparam, Stream::kHost, {params_sent[params_sent.size() - 2]});
-      else st.program.alloc(hparam, Stream::kHost);
+      free_params_in_flight(1);
+      st.program.alloc(hparam, Stream::kHost);
       Compute c;
       c.kernel = Kernel::kAdam;
       c.dtype = st.dims.dtype;
@@ -490,15 +550,19 @@ void emit_optimizer(StepState& st) {
       c.inputs = {hgrad};
       c.outputs = {bb.master, bb.m, bb.v, hparam};
       st.program.compute(std::move(c), {}, Stream::kHost);
-      if (down) st.program.free(hgrad, Stream::kHost);
+      if (hgrad != grad) st.program.free(hgrad, Stream::kHost);
       st.program.copy(CopyDirection::kH2D, hparam, param, Stream::kH2D);
-      params_sent.push_back(st.program.free(hparam, Stream::kH2D));
+      params_in_flight.push_back(hparam);
     }
     if ((zero == 1 || zero == 2) && !st.scenario.software.overlap_param_gather)
       dp_collective(st, CollectiveOp::kAllGather, bb.param_shard, bb.param, gb.elements * e, Phase::kOptimizer,
                     grad_group(st));
-    st.release(zero < 2 && !gb.host_optimizer ? bb.grad : bb.grad_shard);
+    // A host-placed gradient (auto's accumulated shard) is freed by the host stream that read it.
+    const BufferId done = zero < 2 && !gb.host_optimizer ? bb.grad : bb.grad_shard;
+    if (done != kNoId && st.program.buffer_at(done).placement == Placement::kHost) st.program.free(done, Stream::kHost);
+    else st.release(done);
   }
+  free_params_in_flight(0);
   if (st.loss() != kNoId) {
     if (grad_group_size(st) > 1) {
       Collective c;

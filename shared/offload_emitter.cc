@@ -2,12 +2,13 @@
 // static placement (colossalai/zero/gemini/placement_policy.py, chunk/chunk.py, commit
 // 4f9953be335e): a host chunk keeps its parameter shard and its optimizer states on the host.
 // Before its first use in a pass its shard is copied to the device on the h2d stream and, under
-// ZeRO-3, all-gathered there into the whole chunk (the device copy of the shard is freed at once);
-// after its last use the whole chunk is freed as any ZeRO-3 chunk. Its gradient shard goes down to
-// the host after the backward and Adam runs on the host over the host shard (HybridAdam's CPU
-// half), so nothing comes back up until the next iteration's gather. Under offload params the
-// gradients stay on the device during the backward; under offload auto each chunk's reduced
-// gradient shard is on the host after every micro-batch (grads_to_host, shared/grad_sync.cc).
+// ZeRO-3, all-gathered there into the whole chunk (the device copy of the shard is freed before
+// the next host chunk's is made); after its last use the whole chunk is freed as any ZeRO-3
+// chunk. Its gradient shard goes down to the host after the backward and Adam runs on the host
+// over the host shard (HybridAdam's CPU half), so nothing comes back up until the next
+// iteration's gather. Under offload params the gradients stay on the device during the backward;
+// under offload auto each chunk's reduced gradient shard is on the host after every micro-batch
+// (grads_to_host, shared/grad_sync.cc).
 #include "shared/sequence_split.h"
 #include "shared/step_state.h"
 
@@ -37,6 +38,14 @@ void gather_host_chunk(StepState& st, int k, TaskId throttle) {
   if (bb.staging == kNoId)
     bb.staging = st.program.buffer(chunk_name(k, "param_shard_device"), shard.bytes, shard.dtype,
                                    BufferRole::kParam);
+  // One device copy of a shard at a time: the previous one is freed on the compute stream, which
+  // needs its all-gather before it uses that chunk, and the next is allocated after that free
+  // (freed on the comm stream behind the all-gather, it could stay allocated past later Allocs:
+  // shared/memory_order.h).
+  if (st.staging_in_use != kNoId) {
+    throttle = st.program.free(st.staging_in_use, Stream::kCompute);
+    st.staging_in_use = kNoId;
+  }
   after(bb.staging, Stream::kH2D);
   st.program.copy(CopyDirection::kH2D, bb.host_param, bb.staging, Stream::kH2D);
   after(bb.param, Stream::kGradComm);
@@ -48,21 +57,17 @@ void gather_host_chunk(StepState& st, int k, TaskId throttle) {
   c.phase = Phase::kForward;
   c.buffers = {bb.staging, bb.param};
   st.program.collective(std::move(c), Stream::kGradComm);
-  st.program.free(bb.staging, Stream::kGradComm);
+  st.staging_in_use = bb.staging;
 }
 
-void host_chunk_step(StepState& st, int k, BufferId grad, int64_t n, TaskId wait) {
+void free_host_chunk_staging(StepState& st) {
+  if (st.staging_in_use == kNoId) return;
+  st.program.free(st.staging_in_use, Stream::kCompute);
+  st.staging_in_use = kNoId;
+}
+
+void host_chunk_step(StepState& st, int k, BufferId hgrad, bool downloaded, int64_t n, TaskId wait) {
   BucketBuffers& bb = st.bucket(k);
-  const Buffer& g = st.program.buffer_at(grad);
-  // Under offload auto the gradient shard is on the host already (grads_to_host, grad_sync.cc).
-  const bool down = g.placement != Placement::kHost;
-  BufferId hgrad = grad;
-  if (down) {
-    hgrad = st.program.buffer(chunk_name(k, "host_grad"), g.bytes, g.dtype, BufferRole::kGrad, Placement::kHost);
-    st.program.alloc(hgrad, Stream::kD2H);
-    if (wait == kNoId) st.program.copy(CopyDirection::kD2H, grad, hgrad, Stream::kD2H);
-    else st.program.copy(CopyDirection::kD2H, grad, hgrad, Stream::kD2H, {wait});
-  }
   Compute c;
   c.kernel = Kernel::kAdam;
   c.dtype = st.dims.dtype;
@@ -70,9 +75,9 @@ void host_chunk_step(StepState& st, int k, BufferId grad, int64_t n, TaskId wait
   c.dims = {n};
   c.inputs = {hgrad};
   c.outputs = {bb.master != kNoId ? bb.master : bb.host_param, bb.m, bb.v, bb.host_param};
-  if (wait == kNoId || down) st.program.compute(std::move(c), {}, Stream::kHost);
+  if (wait == kNoId || downloaded) st.program.compute(std::move(c), {}, Stream::kHost);
   else st.program.compute(std::move(c), {wait}, Stream::kHost);
-  if (down) st.program.free(hgrad, Stream::kHost);
+  if (downloaded) st.program.free(hgrad, Stream::kHost);
 }
 
 }  // namespace tandem

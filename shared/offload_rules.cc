@@ -33,8 +33,16 @@ void check_offload_rules(const StrategySpec& s, const RuleFail& fail, const Rule
       fail(path, "must be in [0, 1048576] (2^20 elements each), got " + num(v));
   if (s.offload != Offload::kParams && s.offload != Offload::kAuto) return;
   const std::string mode = std::string("offload ") + to_string(s.offload);
+  // Gemini has no pipeline axis: GeminiPlugin's process mesh is ZeRO x extra data-parallel x
+  // tensor (gemini_plugin.py:42, :551 at 4f9953be335e; its __init__, :442-485, takes no pp_size),
+  // and the plugin with pipelines, HybridParallelPlugin, allows ZeRO stages 0-2 only
+  // (hybrid_parallel_plugin.py:1122) through its own optimizer, not Gemini's chunks.
   if (s.pp != 1)
-    fail("strategy.offload", mode + " is generated without pipeline parallelism so far: pp = " + num(s.pp) +
+    fail("strategy.offload", mode + " is Gemini's chunk placement, which Colossal-AI does not combine with "
+                                    "pipeline parallelism (GeminiPlugin's process mesh is ZeRO x data x tensor, "
+                                    "colossalai/booster/plugin/gemini_plugin.py:42 and :551 at 4f9953be; "
+                                    "HybridParallelPlugin, which has pipelines, allows ZeRO stages 0-2 only, "
+                                    "hybrid_parallel_plugin.py:1122): set strategy.pp=1, got pp = " + num(s.pp) +
                                  see("strategy.pp"));
   if (int64_t{s.dp} * s.sp > 1 && s.zero_stage != 3)
     fail("strategy.offload", mode + " moves ZeRO-3 chunks (Gemini shards every chunk over the data-parallel "

@@ -120,10 +120,15 @@ class StepState {
   const StepDims dims;
   const ParamLayout layout;
   ProgramBuilder program;   // the program being written
-  // offload auto: the tasks that free each chunk's gradient once its shard is on the host, in
-  // backward order (grads_to_host, shared/grad_sync.cc); the next gradient waits for the one
-  // before last, so at most two are in flight on the copy stream.
-  std::vector<TaskId> grads_sent;
+  // offload auto: the device buffers of the chunks whose reduced gradient shard is on its way to
+  // the host (the copy in flight on the d2h stream), oldest first (grads_to_host,
+  // shared/grad_sync.cc). They are freed on the compute stream just before the gradient two
+  // chunks later is allocated, so at most two chunks' gradients are on the device and the
+  // program-order walk counts both (shared/memory_order.h).
+  std::vector<std::vector<BufferId>> grads_in_flight;
+  // offload params/auto under ZeRO-3: the device copy of the last host chunk's shard gathered,
+  // freed before the next one is allocated (gather_host_chunk, shared/offload_emitter.cc).
+  BufferId staging_in_use = kNoId;
 
   GroupId tp_group() const { return groups.tp(coord); }
   GroupId sp_group() const { return groups.sp(coord); }
@@ -273,9 +278,11 @@ void ensure_grads(StepState& st, int unit);
 void after_unit_backward(StepState& st, int unit, int mb);
 void emit_optimizer(StepState& st);
 // offload_emitter.cc: a chunk on the host (offload params): its gather to the device before a
-// pass (allocations after `throttle`), and its optimizer step on the host after task `wait`.
+// pass (allocations after `throttle`), and its optimizer step on the host over its gradient
+// shard on the host (`downloaded`: a copy the step frees), after task `wait`.
 void gather_host_chunk(StepState& st, int k, TaskId throttle);
-void host_chunk_step(StepState& st, int k, BufferId grad, int64_t n, TaskId wait);
+void host_chunk_step(StepState& st, int k, BufferId hgrad, bool downloaded, int64_t n, TaskId wait);
+void free_host_chunk_staging(StepState& st);  // the last host chunk shard copy gathered, if any
 // fp8_state.cc: strategy.dtype fp8, the FP8 weight copies and the scaling state of every layer.
 void emit_fp8_state(StepState& st);
 // The amax reduction at the end of a chunk's forward (forward) or backward of micro-batch mb.
