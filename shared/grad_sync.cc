@@ -472,7 +472,11 @@ void emit_optimizer(StepState& st) {
   free_host_chunk_staging(st);
   const int zero = zero_stage(st);
   const int e = dtype_bytes(st.dims.dtype);
-  TaskId wait = optimizer_reductions(st);
+  // Every stream that runs an Adam waits for the reductions (its step needs the found-inf flag and
+  // the gradient norm): the compute stream once, before its first device Adam (`wait`); the host
+  // stream before each host Adam, whose gradient copies need not wait.
+  const TaskId reductions = optimizer_reductions(st);
+  TaskId wait = reductions;
   const int64_t step_bytes = optimizer_bytes_per_element(st.scenario);
   const int buckets = st.bucket_count();
   auto grad_of = [&](int k) {
@@ -498,7 +502,7 @@ void emit_optimizer(StepState& st) {
     if (host == kNoId) st.program.alloc(h, Stream::kD2H);
     else st.program.alloc(h, Stream::kD2H, {host});
     // A chunk on the host under offload params steps after the optimizer's reductions.
-    if (gb.on_host && wait != kNoId) st.program.copy(CopyDirection::kD2H, grad, h, Stream::kD2H, {wait});
+    if (gb.on_host && reductions != kNoId) st.program.copy(CopyDirection::kD2H, grad, h, Stream::kD2H, {reductions});
     else st.program.copy(CopyDirection::kD2H, grad, h, Stream::kD2H);
     host_grad[size_t(k)] = h;
   };
@@ -521,8 +525,7 @@ void emit_optimizer(StepState& st) {
     if (k + 1 < buckets) download(k + 1);
     const BufferId hgrad = host_grad[size_t(k)];
     if (gb.on_host) {
-      host_chunk_step(st, k, hgrad, hgrad != grad, n, wait);
-      wait = kNoId;
+      host_chunk_step(st, k, hgrad, hgrad != grad, n, reductions);
     } else if (!host_adam(st, k)) {
       BufferId master = bb.master != kNoId ? bb.master : param;
       Compute c;
@@ -549,7 +552,8 @@ void emit_optimizer(StepState& st) {
       c.dims = {n};
       c.inputs = {hgrad};
       c.outputs = {bb.master, bb.m, bb.v, hparam};
-      st.program.compute(std::move(c), {}, Stream::kHost);
+      if (reductions == kNoId) st.program.compute(std::move(c), {}, Stream::kHost);
+      else st.program.compute(std::move(c), {reductions}, Stream::kHost);
       if (hgrad != grad) st.program.free(hgrad, Stream::kHost);
       st.program.copy(CopyDirection::kH2D, hparam, param, Stream::kH2D);
       params_in_flight.push_back(hparam);

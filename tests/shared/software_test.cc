@@ -256,6 +256,70 @@ TEST(SoftwareSchedule, OptimizerAllReducesOverTheModelParallelGroup) {
   EXPECT_EQ(count(Schedule(tiny(sets({"strategy.dtype=fp16", "strategy.zero_stage=1"}))), 0).scalar.size(), 6u);
 }
 
+// The tasks `t` waits for, directly or not: its deps and the task before it on its stream.
+std::vector<bool> ancestors(const Program& p, TaskId t) {
+  std::vector<bool> seen(p.tasks.size(), false);
+  std::vector<TaskId> todo = {t};
+  while (!todo.empty()) {
+    const Task& x = p.tasks[size_t(todo.back())];
+    todo.pop_back();
+    std::vector<TaskId> before = x.deps;
+    for (size_t i = x.id; i-- > 0;)
+      if (p.tasks[i].stream == x.stream) {
+        before.push_back(TaskId(i));
+        break;
+      }
+    for (TaskId b : before)
+      if (!seen[size_t(b)]) {
+        seen[size_t(b)] = true;
+        todo.push_back(b);
+      }
+  }
+  return seen;
+}
+
+TEST(SoftwareSchedule, EveryAdamWaitsForTheGradientNorm) {
+  // Clipping scales every gradient by the global norm before the step (Megatron's
+  // clip_grads.py:106, ColossalAI's HybridAdam likewise takes the clipped gradients), so every
+  // Adam — on the device's compute stream or on the host's — starts after the last norm
+  // all-reduce. Session 8's host Adam (offload optimizer, Adam of every chunk on the host after
+  // the first) waited only for its gradient's copy; a device Adam after a host chunk's step did not
+  // wait at all. ZeRO-3 over 2 ranks: the norm is all-reduced over the data-parallel group.
+  const std::vector<std::string> chunks = {"strategy.chunk_min_m=0", "strategy.chunk_search_range_m=0"};
+  auto with = [&](std::vector<std::string> a, bool chunked) {
+    a.insert(a.end(), {"cluster.gpus=2", "strategy.zero_stage=3", "strategy.dtype=bf16", "software.clip_grad=1"});
+    if (chunked) a.insert(a.end(), chunks.begin(), chunks.end());
+    return a;
+  };
+  const std::vector<std::vector<std::string>> configs = {
+      with({}, false),
+      with({"strategy.offload=optimizer"}, false),
+      with({"strategy.offload=params", "strategy.offload_fraction=0.5"}, true),
+      with({"strategy.offload=auto"}, true),
+      with({"strategy.offload=auto", "cluster.hbm_gib=0.003"}, true),
+  };
+  for (const std::vector<std::string>& sets : configs) {
+    const Schedule s(tiny(sets));
+    for (int rank = 0; rank < 2; ++rank) {
+      const Program p = s.program(rank);
+      TaskId norm = kNoId;
+      int adams = 0;
+      for (const Task& t : p.tasks)
+        if (const auto* c = std::get_if<Collective>(&t.op))
+          if (c->phase == Phase::kOptimizer && c->buffers[0] != kNoId && p.buffers[c->buffers[0]].name == "grad_norm_sq")
+            norm = t.id;
+      ASSERT_NE(norm, kNoId) << sets.front();
+      for (const Task& t : p.tasks)
+        if (const auto* c = std::get_if<Compute>(&t.op); c && c->kernel == Kernel::kAdam) {
+          ++adams;
+          EXPECT_TRUE(ancestors(p, t.id)[size_t(norm)])
+              << sets.front() << " rank " << rank << ": Adam task " << t.id << " on " << to_string(t.stream);
+        }
+      EXPECT_GT(adams, 0) << sets.front();
+    }
+  }
+}
+
 TEST(SoftwareSchedule, OptimizerStepBytes) {
   // Megatron-LM 2021, fp16 (p = g = 2): Adam 24 + reads fp32 main grads 4 + cast 2+4 + copy back
   // 4+2 + unscale 8 + norm 4 = 52 bytes a parameter.
