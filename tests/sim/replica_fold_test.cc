@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "shared/error.h"
 #include "shared/schedule.h"
+#include "sim/forked_call.h"
 #include "sim/sim_report.h"
 #include "sim/simulation.h"
 
@@ -333,6 +335,25 @@ TEST(ReplicaFolding, TreeAllReducePartsReplicasAndFoldsTpLanesOnly) {
   const SimResult r = simulate(s, ring);
   EXPECT_EQ(r.fold, 6);
   EXPECT_TRUE(r.fold_exact);
+}
+
+// In the calling process (SimOptions::isolate = false) a folded run that its own check finds not
+// exact cannot be run again (SimGrid runs once per process): simulate() says so instead of
+// returning it. The layout of TreeAllReducePartsReplicasAndFoldsTpLanesOnly (the tree parts the
+// replicas), run in a child of this test (forked_call) so that this process's SimGrid is untouched.
+TEST(ReplicaFolding, InProcessRunThatPartsIsAnError) {
+  const std::vector<std::string> sets = {"cluster.gpus=24", "cluster.gpus_per_node=2", "strategy.tp=2",
+                                         "strategy.pp=4", "strategy.global_batch=24"};
+  Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
+  SimOptions tree;
+  tree.algorithm = Algorithm::kTree;
+  tree.isolate = false;
+  try {
+    forked_call([&] { return std::to_string(simulate(s, tree).iteration_time_s); }, "test: in-process simulation");
+    ADD_FAILURE() << "an inexact folded run was returned";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not provably exact"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
