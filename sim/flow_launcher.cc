@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "shared/error.h"
 #include "sim/host_collective_progress.h"
@@ -12,6 +14,7 @@ namespace sg = simgrid::s4u;
 namespace {
 
 constexpr uint32_t kLateFlow = 0x80000000u;  // active_slot_: a lane m > 0 flow that outlived lane 0's
+constexpr uint32_t kRepresented = 0x40000000u;  // active_slot_: an orbit's representative (lane quotient)
 constexpr uint32_t kUntracked = UINT32_MAX;   // Links of a copy (PCIe): not looked at
 constexpr uint32_t kNone = UINT32_MAX;
 
@@ -70,29 +73,14 @@ void FlowLauncher::launch(uint32_t op, double now) {
       }
     }
     // Tuning, plans and the closed-form time depend only on (group, op, bytes, root): computed once.
-    auto& entry = collective_cache_[CollectiveKey{o.group, uint8_t(c.op), c.root, c.bytes}];
     const bool exclusive = layout_.exclusive(o.group);
-    if (!entry.plan) {
-      const TunedCollective tune = tuner_.choose(c.op, members, double(c.bytes));
-      entry.cost = tune.cost;
-      auto plan = std::make_shared<CollectivePlan>(plan_collective(c.op, members, std::max(0, c.root), double(c.bytes),
-                                                                   tune.algorithm, options_.granularity, fabric_));
-      if (exclusive) entry.closed_form_s = uncontended_time(*plan, fabric_, entry.cost);
-      if (o.lanes > 1 && !exclusive) {
-        auto m = std::make_shared<CollectivePlan>(*plan);
-        for (uint32_t lane = 1; lane < o.lanes; ++lane) {
-          const CollectivePlan p = plan_collective(c.op, schedule_.group(layout_.lane_groups(o.group)[lane]).ranks,
-                                                   std::max(0, c.root), double(c.bytes), tune.algorithm,
-                                                   options_.granularity, fabric_);
-          if (p.phases.size() != m->phases.size())
-            throw Error("sim: internal: tensor-parallel lanes plan differently", ErrorKind::kInternal);
-          append_flows(*m, p);
-        }
-        plan = std::move(m);
-      }
-      entry.plan = std::move(plan);
-    }
+    const CollectiveEntry& entry = entry_for(o.group, c, o.lanes);
     o.cost = entry.cost;
+    // Lane quotient: a plan that is not whole orbits of G is asymmetric (claim_asymmetric).
+    if (layout_.lane_stride() && !exclusive) {
+      o.asymmetric = !entry.quotient;
+      o.quotient = o.asymmetric ? entry.tp_quotient : entry.quotient;
+    }
     if (exclusive) {  // every lane's group is exclusive too (FoldPlanner::choose_fold)
       result_.closed_form_collectives += o.lanes;
       return timers_.net_op_done(now + entry.closed_form_s, op);
@@ -105,6 +93,11 @@ void FlowLauncher::launch(uint32_t op, double now) {
     auto plan = std::make_shared<CollectivePlan>(plan_p2p(o.src, o.dst, double(o.bytes)));
     for (uint32_t lane = 1; lane < o.lanes; ++lane)
       append_flows(*plan, plan_p2p(layout_.lane_rank(o.src, lane), layout_.lane_rank(o.dst, lane), double(o.bytes)));
+    if (layout_.lane_stride()) {
+      o.quotient = lane_quotient(*plan, layout_, platform_);
+      o.asymmetric = !o.quotient;
+      if (o.asymmetric && layout_.lane_moves(true) > 1) o.quotient = lane_quotient(*plan, layout_, platform_, true);
+    }
     o.plan = std::move(plan);
   } else {
     if (o.bytes <= 0 || o.direction == CopyDirection::kD2D) return timers_.net_op_done(now, op);
@@ -158,10 +151,12 @@ void FlowLauncher::start_phase(uint32_t op, double now) {
   o.shadows.clear();
   result_.flows += p.flows.size();
   if (try_alone(op, now)) return;
+  if (o.asymmetric) claim_asymmetric(op);
+  if (o.quotient) return start_represented(op, now, false);
   uint32_t slot = 0;
   for (const Flow& f : p.flows) {
     const Links l = links_of(f);
-    occupy(l, now);
+    occupy(l, now, op);
     sg::CommPtr c = start_flow(f, flow_bytes(f, o), slot >= o.lane_flows);
     if (slot++ >= o.lane_flows) o.shadows.push_back(std::move(c));
     else add_flow(std::move(c), op, slot - 1, l);
@@ -202,6 +197,14 @@ void FlowLauncher::flow_done(size_t index, double now) {
   active_slot_[index] = active_slot_.back();
   active_slot_.pop_back();
   NetOp& o = ops_[op];
+  if (slot & kRepresented) {  // the orbit's flows end with their representative
+    const CommPhase& p = o.plan->phases[o.phase];
+    const LaneQuotientPhase& q = o.quotient->phases[o.phase];
+    const uint32_t r = slot & ~kRepresented;
+    for (uint32_t k = q.offsets[r]; k < q.offsets[r + 1]; ++k) release(links_of(p.flows[q.members[k]]));
+    if (--o.outstanding == 0) phase_flows_done(op, now);
+    return;
+  }
   if (o.lanes > 1 && !(slot & kLateFlow)) {
     // Lane 0's flow ended: every other lane's flow in this slot must have ended at the same time
     // (FoldPlanner::choose_fold). One that is still running is waited for, one that ended earlier
@@ -235,14 +238,14 @@ void FlowLauncher::flow_done(size_t index, double now) {
 namespace tandem::sim {
 
 sg::CommPtr FlowLauncher::start_flow(const Flow& f, uint64_t bytes, bool shadow) {
-  if (shadow && !layout_.simulated(f.src)) {
+  if (shadow && layout_.quotient_stride() && !layout_.simulated(f.src)) {
     // Not simulated (FoldPlanner::choose_flow_quotient): its representative, a flow of a lane
     // whose tp coordinate is below the stride, is in SimGrid. The quotient needs both ends in
     // the same class; a flow that is not marks the run inexact (simulate() reruns it unfolded).
     if (layout_.simulated(f.dst)) result_.fold_exact = false;
     return nullptr;
   }
-  if (shadow && !layout_.simulated(f.dst)) result_.fold_exact = false;
+  if (shadow && layout_.quotient_stride() && !layout_.simulated(f.dst)) result_.fold_exact = false;
   sg::Host *a, *b;
   if (platform_.same_node(f.src, f.dst)) a = platform_.nvl(f.src), b = platform_.nvl(f.dst);
   else a = platform_.nic_of(f.src), b = platform_.nic_of(f.dst);
@@ -272,9 +275,10 @@ void FlowLauncher::unclaim(uint32_t op) {
   }
 }
 
-void FlowLauncher::occupy(const Links& l, double now) {
+void FlowLauncher::occupy(const Links& l, double now, uint32_t op) {
   if (l.up == kUntracked || link_flows_.empty()) return;
   for (uint32_t id : {l.up, l.down}) {
+    if (link_asym_[id] != kNone && link_asym_[id] != op) lane_quotient_parts();
     if (link_alone_[id] != kNone) materialize(link_alone_[id], now);
     ++link_flows_[id];
   }
@@ -282,8 +286,8 @@ void FlowLauncher::occupy(const Links& l, double now) {
 
 void FlowLauncher::release(const Links& l) {
   if (l.up == kUntracked || link_flows_.empty()) return;
-  --link_flows_[l.up];
-  --link_flows_[l.down];
+  for (uint32_t id : {l.up, l.down})
+    if (--link_flows_[id] == 0) link_asym_[id] = kNone;
 }
 
 bool FlowLauncher::try_alone(uint32_t op, double now) {
@@ -292,6 +296,7 @@ bool FlowLauncher::try_alone(uint32_t op, double now) {
     const size_t links = 2 * size_t(schedule_.world_size()) + 2 * size_t(platform_.nic_index(schedule_.world_size() - 1) + 1);
     link_flows_.assign(links, 0);
     link_alone_.assign(links, kNone);
+    link_asym_.assign(links, kNone);
   }
   NetOp& o = ops_[op];
   const CommPhase& p = o.plan->phases[o.phase];
@@ -341,6 +346,8 @@ void FlowLauncher::materialize(uint32_t op, double now) {
   if (now >= o.alone_end) return;  // its timer is due now and ends the phase: nothing left to share
   o.alone = false;
   o.outstanding = 0;
+  if (o.asymmetric) lane_quotient_parts();
+  if (o.quotient) return start_represented(op, now, true);
   uint32_t slot = 0;
   for (const Flow& f : p.flows) {
     const uint32_t s = slot++;
@@ -356,6 +363,107 @@ void FlowLauncher::materialize(uint32_t op, double now) {
     if (s >= o.lane_flows) o.shadows.push_back(std::move(c));
     else add_flow(std::move(c), op, s, l);
   }
+}
+
+}  // namespace tandem::sim
+
+namespace tandem::sim {
+
+// An op whose flows are not whole orbits of the lanes' moves (NCCL's double binary tree over the
+// replicas) leaves the lane quotient exact only while no other flow shares a link with its flows:
+// costed alone, or in SimGrid whole (every lane's flows, checked lane by lane as grid folding
+// does) on links nothing else uses. Max-min sharing then splits into independent parts, the op's
+// and the invariant rest, which the quotient gives exactly. When a flow of another op comes to one
+// of its links, or its links are not free when it starts (claim_asymmetric, occupy), the flows in
+// flight are no longer invariant: neither the quotient nor the fold is provably exact, and
+// simulate() runs it again without the lane quotient.
+void FlowLauncher::lane_quotient_parts() {
+  result_.fold_exact = false;
+  result_.lane_quotient_parted = true;
+}
+
+void FlowLauncher::claim_asymmetric(uint32_t op) {
+  const CommPhase& p = ops_[op].plan->phases[ops_[op].phase];
+  for (const Flow& f : p.flows) {
+    const Links l = links_of(f);
+    for (uint32_t id : {l.up, l.down}) {
+      if (link_flows_[id] || link_alone_[id] != kNone || (link_asym_[id] != kNone && link_asym_[id] != op))
+        lane_quotient_parts();
+      link_asym_[id] = op;
+    }
+  }
+}
+
+void FlowLauncher::start_represented(uint32_t op, double now, bool materializing) {
+  NetOp& o = ops_[op];
+  const CommPhase& p = o.plan->phases[o.phase];
+  const LaneQuotientPhase& q = o.quotient->phases[o.phase];
+  auto launch_rep = [&](uint32_t r, uint64_t bytes) {
+    const Flow& f = p.flows[q.reps[r]];
+    sg::Host *a, *b;
+    if (platform_.same_node(f.src, f.dst)) a = platform_.nvl(f.src), b = platform_.nvl(q.rep_dst[r]);
+    else a = platform_.nic_of(f.src), b = platform_.nic_of(q.rep_dst[r]);
+    ++result_.simgrid_flows;
+    add_flow(sg::Comm::sendto_async(a, b, bytes), op, r | kRepresented, Links{kUntracked, kUntracked});
+    ++o.outstanding;
+  };
+  o.outstanding = 0;
+  if (!materializing) {
+    for (uint32_t i = 0; i < p.flows.size(); ++i) {
+      occupy(links_of(p.flows[i]), now, op);
+      if (q.rep_of_flow[i] != LaneQuotientPhase::kNotRep) launch_rep(q.rep_of_flow[i], flow_bytes(p.flows[i], o));
+    }
+    return;
+  }
+  // An alone phase meets other traffic (materialize): each orbit's flows have the bytes left that
+  // its representative has (same bytes, same link bandwidth).
+  for (uint32_t r = 0; r < q.reps.size(); ++r) {
+    const Flow& f = p.flows[q.reps[r]];
+    const double bw = link_bytes_s(f), total = double(flow_bytes(f, o));
+    const double left = total - (now - o.alone_since) * bw;
+    if (o.alone_since + total / bw <= now && o.lanes == 1) continue;
+    for (uint32_t k = q.offsets[r]; k < q.offsets[r + 1]; ++k) {
+      const Links l = links_of(p.flows[q.members[k]]);
+      ++link_flows_[l.up];
+      ++link_flows_[l.down];
+    }
+    launch_rep(r, uint64_t(std::max(1.0, std::llround(left) * 1.0)));
+  }
+}
+
+}  // namespace tandem::sim
+
+namespace tandem::sim {
+
+FlowLauncher::CollectiveEntry& FlowLauncher::entry_for(GroupId group, const Collective& c, uint32_t lanes) {
+  auto& entry = collective_cache_[CollectiveKey{group, uint8_t(c.op), c.root, c.bytes}];
+  if (entry.plan) return entry;
+  const auto& members = schedule_.group(group).ranks;
+  const bool exclusive = layout_.exclusive(group);
+  const TunedCollective tune = tuner_.choose(c.op, members, double(c.bytes));
+  entry.cost = tune.cost;
+  auto plan = std::make_shared<CollectivePlan>(plan_collective(c.op, members, std::max(0, c.root), double(c.bytes),
+                                                               tune.algorithm, options_.granularity, fabric_));
+  if (exclusive) entry.closed_form_s = uncontended_time(*plan, fabric_, entry.cost);
+  if (lanes > 1 && !exclusive) {
+    auto m = std::make_shared<CollectivePlan>(*plan);
+    for (uint32_t lane = 1; lane < lanes; ++lane) {
+      const CollectivePlan p = plan_collective(c.op, schedule_.group(layout_.lane_groups(group)[lane]).ranks,
+                                               std::max(0, c.root), double(c.bytes), tune.algorithm,
+                                               options_.granularity, fabric_);
+      if (p.phases.size() != m->phases.size())
+        throw Error("sim: internal: tensor-parallel lanes plan differently", ErrorKind::kInternal);
+      append_flows(*m, p);
+    }
+    plan = std::move(m);
+  }
+  entry.plan = std::move(plan);
+  if (!exclusive && layout_.lane_stride()) {
+    entry.quotient = lane_quotient(*entry.plan, layout_, platform_);
+    if (!entry.quotient && layout_.lane_moves(true) > 1)
+      entry.tp_quotient = lane_quotient(*entry.plan, layout_, platform_, true);
+  }
+  return entry;
 }
 
 }  // namespace tandem::sim

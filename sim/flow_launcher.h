@@ -21,7 +21,9 @@
 
 #include "shared/schedule.h"
 #include "sim/fold_planner.h"
+#include "sim/lane_quotient.h"
 #include "sim/nccl_tuner.h"
+#include "sim/program_info.h"
 #include "sim/net_op.h"
 #include "sim/simulation.h"
 #include "sim/timer_queue.h"
@@ -63,6 +65,14 @@ class FlowLauncher {
   };
   HostCollectiveProgress* polled_ = nullptr;  // sim/host_collective_progress.h
   void start_phase(uint32_t op, double now);
+  // Lane quotient: the phase's orbit representatives as SimGrid flows (`now` < 0: at its start,
+  // claiming every flow's links; else materializing an alone phase at `now`).
+  void start_represented(uint32_t op, double now, bool materializing);
+  void lane_quotient_parts();
+  void claim_asymmetric(uint32_t op);
+  struct CollectiveEntry;
+  // The tuning, plan (every lane's flows) and closed-form time of a collective of `group`, cached.
+  CollectiveEntry& entry_for(GroupId group, const Collective& c, uint32_t lanes);
   void phase_flows_done(uint32_t op, double now);
   void add_flow(simgrid::s4u::CommPtr c, uint32_t op, uint32_t slot, Links links);
   // A SimGrid flow for `f`, or none for a shadow (lane > 0) the flow quotient leaves out.
@@ -79,7 +89,7 @@ class FlowLauncher {
   bool try_alone(uint32_t op, double now);
   void materialize(uint32_t op, double now);
   void unclaim(uint32_t op);
-  void occupy(const Links& l, double now);
+  void occupy(const Links& l, double now, uint32_t op);
   void release(const Links& l);
 
   struct CollectiveKey {
@@ -99,6 +109,8 @@ class FlowLauncher {
     ProtocolCost cost;
     std::shared_ptr<const CollectivePlan> plan;  // folded lane groups: every lane's flows
     double closed_form_s = 0;                    // exclusive groups
+    std::shared_ptr<const LaneQuotientPlan> quotient;     // lane quotient (null: not whole orbits of G)
+    std::shared_ptr<const LaneQuotientPlan> tp_quotient;  // then: of the tp moves H (null: not either)
   };
 
   const Schedule& schedule_;
@@ -120,6 +132,7 @@ class FlowLauncher {
   std::vector<Links> shadow_links_;  // scratch
   std::vector<uint32_t> link_flows_;  // by link: SimGrid flows in flight on it
   std::vector<uint32_t> link_alone_;  // by link: the op whose alone phase uses it (UINT32_MAX: none)
+  std::vector<uint32_t> link_asym_;   // by link: the op not whole orbits whose SimGrid flows use it (lane quotient)
   uint32_t generation_ = 0;
 };
 

@@ -15,6 +15,7 @@ FoldPlanner::FoldPlanner(const Schedule& schedule, const SimOptions& options, co
   units_ = schedule_.world_size() / fold_;
   if (lane_groups_.empty()) lane_groups_.resize(schedule_.groups().size());
   count_parties();
+  lane_stride_ = choose_lane_quotient();
   quotient_stride_ = choose_flow_quotient();
 }
 

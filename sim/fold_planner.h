@@ -62,7 +62,29 @@ class FoldPlanner {
   // flow is the image of one of them under a tp-lane move of the platform and ends with it.
   // 0: no quotient (every flow is simulated).
   int quotient_stride() const { return quotient_stride_; }
-  bool simulated(int rank) const { return quotient_stride_ == 0 || tp_of_[rank] < quotient_stride_; }
+  bool simulated(int rank) const {
+    if (lane_stride_) return lane_of(rank) < lane_stride_;
+    return quotient_stride_ == 0 || tp_of_[rank] < quotient_stride_;
+  }
+  // Lane quotient (grid folding, SimOptions::fold_flows; fold_planner_grid.cc, sim/lane_quotient.h):
+  // the group G of whole-replica moves and tp moves by multiples of lane_stride() (the GPUs per
+  // NIC, or tp where a NIC serves whole tp groups) acts freely on each unit's lanes and maps the
+  // platform onto itself; of every G-orbit of flows only the member leaving a lane below
+  // lane_stride() goes to SimGrid. 0: not taken (the tp-only quotient above may be).
+  int lane_stride() const { return lane_stride_; }
+  // `tp_only`: the subgroup H of G of the tp moves alone (replicas fixed), for ops whose flows are
+  // whole orbits of H but not of G (NCCL's double binary tree over the replicas).
+  int lane_moves(bool tp_only = false) const { return (tp_only ? grid_tp_ : fold_) / lane_stride_; }  // |G| or |H|
+  // The element of G (0 .. lane_moves()-1) that moves the orbit representative of `rank` onto it.
+  int move_of(int rank, bool tp_only = false) const;
+  // `rank` moved by the inverse of element `move`.
+  int move_back(int rank, int move, bool tp_only = false) const;
+  // The representative of `rank`'s orbit: its unit's lane of replica 0 (of its own replica under
+  // H) and tp coordinate mod the stride.
+  int orbit_rep(int rank, bool tp_only = false) const {
+    const int l = lane_of(rank);
+    return member(unit_of(rank), (tp_only ? l - l % grid_tp_ : 0) + l % grid_tp_ % lane_stride_);
+  }
   // Nodes a unit's lanes lie on, ascending, with the number of its lanes on each (host memory).
   std::vector<std::pair<int, int>> unit_nodes(int unit) const;
 
@@ -72,6 +94,7 @@ class FoldPlanner {
   int choose_replica_fold();
   int choose_grid_fold();  // fold_planner_grid.cc
   int choose_flow_quotient();  // fold_planner_grid.cc
+  int choose_lane_quotient();  // fold_planner_grid.cc
   void count_parties();
 
   // Usage of groups and peers by each distinct program.
@@ -89,6 +112,8 @@ class FoldPlanner {
   int units_ = 1;
   bool grid_ = false;                              // grid folding: the three tables below
   int quotient_stride_ = 0;                        // choose_flow_quotient
+  int lane_stride_ = 0;                            // choose_lane_quotient
+  int grid_dp_ = 1, grid_tp_ = 1;                  // grid folding: lane = d * grid_tp_ + m
   std::vector<int> tp_of_;                         // by rank, with the quotient: tp coordinate
   std::vector<int> unit_of_, lane_of_, members_;  // by rank, by rank, by unit * fold + lane
   std::vector<uint8_t> group_exclusive_;           // by group id

@@ -119,7 +119,64 @@ int FoldPlanner::choose_grid_fold() {
   lane_of_ = std::move(lane_of);
   members_ = std::move(members);
   grid_ = true;
+  grid_dp_ = D;
+  grid_tp_ = T;
   return F;
+}
+
+// Lane quotient (SimOptions::fold_flows; docs/sim.md "Lane quotient"). Under grid folding the one
+// state of a unit launches the flows of all its lanes (d, m) = (replica, tp coordinate) at the
+// same instant with the same bytes. Let k be the GPUs per NIC and s = k where k divides tp, s = tp
+// where tp divides k (a NIC serves whole tp groups), and G the moves of every rank by whole
+// replicas (d -> d + a mod dp) and by tp lanes in steps of s (m -> m + b s mod tp, inside its tp
+// block). G maps the platform onto itself (a replica is whole nodes, NVLink ports per GPU, NICs
+// per k GPUs of one tp block or per whole tp groups, no link shared between nodes:
+// Platform::private_routes) and acts freely on the GPUs, the NICs and so on the links: its orbits
+// of GPUs are (stage, m mod s), each of |G| = dp tp / s members, represented by the GPU of replica
+// 0 and tp coordinate m mod s. If the flows in flight are G-invariant, so are the max-min rates
+// (unique): every member of a flow orbit moves at its representative's rate, and each link
+// carries exactly one member of each flow orbit that crosses its orbit. The representative of a
+// flow is its member leaving a representative GPU; in SimGrid it goes from that GPU to the
+// representative of its destination's link orbit (on the same fabric: NVLink or NIC), which may
+// be its own GPU or NIC (a star zone routes a host to itself over its up then its down link), so
+// every representative link carries exactly the representatives of the orbits crossing it, as
+// every link carries one member of each: the rates are the same. Invariance is checked per plan
+// (sim/lane_quotient.h: every phase's flows must be whole orbits, else the run is marked inexact
+// and simulate() reruns it less folded), so a plan that is not (NCCL's double binary tree over the
+// replicas) cannot go unnoticed. Taken when grid folding was, SimOptions::fold_flows, private routes,
+// s as above, and no copy crosses a link shared by several GPUs (a PCIe switch uplink, host memory:
+// as for the flow quotient below).
+int FoldPlanner::choose_lane_quotient() {
+  if (!options_.fold_flows || !options_.fold_lanes || !grid_ || fold_ <= 1 || !platform_.private_routes()) return 0;
+  const int gpn = platform_.gpus_per_node(), nics = platform_.nics_per_node();
+  const int k = nics >= gpn ? 1 : gpn / nics;
+  const int T = grid_tp_;
+  const int s = T % k == 0 ? k : (k % T == 0 ? T : 0);
+  if (s == 0 || fold_ / s <= 1) return 0;
+  const ClusterSpec& cl = schedule_.scenario().cluster;
+  if (cl.gpus_per_pcie_switch > 1 || cl.host_memory_bandwidth_gbps > 0) {
+    std::vector<const ProgramInfo*> scanned;
+    for (int u = 0; u < units_; ++u) {
+      const ProgramInfo* info = infos_[lane0(u)].get();
+      if (std::find(scanned.begin(), scanned.end(), info) != scanned.end()) continue;
+      scanned.push_back(info);
+      for (const Task& t : info->program.tasks)
+        if (std::holds_alternative<Copy>(t.op)) return 0;
+    }
+  }
+  return s;
+}
+
+int FoldPlanner::move_of(int rank, bool tp_only) const {
+  const int l = lane_of(rank), d = tp_only ? 0 : l / grid_tp_, m = l % grid_tp_;
+  return d * (grid_tp_ / lane_stride_) + m / lane_stride_;
+}
+
+int FoldPlanner::move_back(int rank, int move, bool tp_only) const {
+  const int per_replica = grid_tp_ / lane_stride_;
+  const int a = tp_only ? 0 : move / per_replica, b = (move % per_replica) * lane_stride_;
+  const int l = lane_of(rank), d = l / grid_tp_, m = l % grid_tp_;
+  return member(unit_of(rank), ((d - a + grid_dp_) % grid_dp_) * grid_tp_ + (m - b + grid_tp_) % grid_tp_);
 }
 
 // Flow quotient (SimOptions::fold_flows; docs/sim.md "Flow quotient"). With grid folding, or

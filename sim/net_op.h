@@ -17,6 +17,8 @@
 
 namespace tandem::sim {
 
+struct LaneQuotientPlan;
+
 // A replayed state's task that takes part in an op.
 struct Party {
   int32_t unit;  // the replayed state (the rank itself unless folded)
@@ -46,6 +48,10 @@ struct NetOp {
   uint32_t lanes = 1;
   uint32_t lane_flows = 0;
   std::vector<simgrid::s4u::CommPtr> shadows;
+  // Lane quotient (sim/lane_quotient.h): only each orbit's representative goes to SimGrid, and the
+  // orbit's flows end with it; null: every lane's flows as above.
+  std::shared_ptr<const LaneQuotientPlan> quotient;
+  bool asymmetric = false;  // lane quotient: not whole orbits of G (`quotient`, if any, is of H)
   // The phase's flows costed alone (FlowLauncher::try_alone): no SimGrid flow; they started at
   // `alone_since`; `alone_end` is the last one's end; `generation` tells a stale timer.
   bool alone = false;
@@ -72,6 +78,7 @@ class NetOpPool {
   void release(uint32_t op) {
     ops_[op].in_use = false;
     ops_[op].plan.reset();
+    ops_[op].quotient.reset();
     free_.push_back(op);
   }
 

@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
       ("chakra", po::value(&chakra_prefix), "replay the Chakra traces PREFIX.<rank>.et (and PREFIX.comm_groups.json) on the scenario's cluster instead of its model and strategy")
       ("chakra-durations", po::value(&chakra_durations), "with --chakra, how compute nodes are timed: exact (tandem_time_ns where present, the default) or micros (duration_micros only, as ASTRA-sim replays them)")
       ("no-shortcuts", "simulate without closed forms, compute fusion, shared class programs, tensor-parallel or replica folding")
-      ("no-flow-quotient", "put every tp lane's flows in SimGrid (the flow quotient off; outputs are the same, docs/sim.md)")
+      ("no-flow-quotient", "put every lane's flows in SimGrid (the flow and lane quotients off; outputs are the same, docs/sim.md)")
+      ("no-lane-quotient", "with grid folding, keep the tp-only flow quotient but not the lane quotient (outputs are the same, docs/sim.md)")
       ("scenario", po::value(&scenario_path), "scenario file");
   po::variables_map vm;
   if (auto stop = parse_scenario_command_line("tandem sim", argc, argv, opts, vm)) return *stop;
@@ -104,6 +105,7 @@ int main(int argc, char** argv) {
       o.closed_form_uncontended = o.fuse_compute = o.share_class_programs = o.fold_tensor_parallel =
           o.fold_data_parallel = o.fold_flows = false;
     if (vm.count("no-flow-quotient")) o.fold_flows = false;
+    if (vm.count("no-lane-quotient")) o.fold_lanes = false;
     ResourceLimit limit;
     if (vm.count("max-memory")) {
       if (!(max_memory_gib > 0)) throw Error("--max-memory: expected a positive size in GiB");

@@ -70,6 +70,7 @@ std::string encode_sim_result(const SimResult& r) {
   p.set_programs_generated(r.programs_generated);
   p.set_fold(r.fold);
   p.set_fold_exact(r.fold_exact);
+  p.set_lane_quotient_parted(r.lane_quotient_parted);
   p.set_iteration_time_low_s(r.iteration_time_low_s);
   p.set_iteration_time_high_s(r.iteration_time_high_s);
   return p.SerializeAsString();
@@ -131,6 +132,7 @@ SimResult decode_sim_result(const std::string& bytes) {
   r.programs_generated = p.programs_generated();
   r.fold = p.fold();
   r.fold_exact = p.fold_exact();
+  r.lane_quotient_parted = p.lane_quotient_parted();
   r.iteration_time_low_s = p.iteration_time_low_s();
   r.iteration_time_high_s = p.iteration_time_high_s();
   return r;

@@ -121,20 +121,37 @@ SimResult run_here(const Schedule& schedule, const SimOptions& options) {
 }  // namespace
 
 SimResult simulate(const Schedule& schedule, const SimOptions& options) {
-  if (!options.isolate) return run_here(schedule, options);
+  if (!options.isolate) {
+    SimResult r = run_here(schedule, options);
+    // A folded replay that its own check found not provably exact is run again less folded
+    // (below), which needs a fresh SimGrid: a second run in this process cannot be had.
+    if (!r.fold_exact)
+      throw Error("sim: the folded replay is not provably exact here (its lanes parted) and SimGrid runs once per "
+                  "process: simulate with SimOptions::isolate, or without folding",
+                  ErrorKind::kInternal);
+    return r;
+  }
   SimResult r = simulate_isolated(schedule, options);
+  SimOptions less = options;
+  if (!r.fold_exact && r.lane_quotient_parted) {
+    // Under the lane quotient, a collective that is not symmetric under a replica move met other
+    // traffic (docs/sim.md "Lane quotient"): grid folding without it, every lane's flows in
+    // SimGrid, checked lane by lane (where the replicas' shares happen to be equal, it is exact).
+    less.fold_lanes = false;
+    r = simulate_isolated(schedule, less);
+  }
   if (!r.fold_exact && options.fold_tensor_parallel && r.fold > std::max(1, schedule.grid().tp())) {
     // A folded replay whose lanes' flows did not end together: not provably exact. Grid folding
     // assumes the replicas are alike, which a collective whose flows are not (NCCL's double
     // binary tree: docs/sim.md "Why lanes part") breaks where other flows meet it; run again with
     // the tp lanes alone folded (their own check applies), then, if need be, unfolded.
-    SimOptions tp_only = options;
+    SimOptions tp_only = less;
     tp_only.fold_data_parallel = false;
     r = simulate_isolated(schedule, tp_only);
   }
   if (!r.fold_exact) {
     // Still not provably exact: every rank replayed.
-    SimOptions unfolded = options;
+    SimOptions unfolded = less;
     unfolded.fold_tensor_parallel = unfolded.fold_data_parallel = false;
     r = simulate_isolated(schedule, unfolded);
   }

@@ -54,6 +54,9 @@ struct SimOptions {
   // With grid folding and tp > 1: simulate in SimGrid only the flows of the first tp lane(s),
   // the others being their images under a symmetry of the platform (docs/sim.md "Flow quotient").
   bool fold_flows = true;
+  // With grid folding and fold_flows: the lane quotient (docs/sim.md "Lane quotient"): of the
+  // flows of all lanes of a unit only one per orbit of the replica and tp moves goes to SimGrid.
+  bool fold_lanes = true;
 
   // What to keep besides the summary.
   bool record_tasks = false;   // every task's start and end, per rank, in SimResult::tasks
@@ -141,6 +144,9 @@ struct SimResult {
   int programs_generated = 0;
   int fold = 1;             // ranks replayed per state (tensor-parallel or replica folding; 1: none)
   bool fold_exact = true;   // folded lanes' flows all ended together (else simulate() reruns unfolded)
+  // Not exact because of the lane quotient: a collective whose flows are not whole orbits of the
+  // lanes' moves met other traffic (simulate() reruns without the lane quotient first).
+  bool lane_quotient_parted = false;
   // Grid folding (lanes not consecutive ranks): by rank, the rank its unit's recordings are kept
   // under (lane 0); empty otherwise (rank - rank % fold). Used in the simulation's own process only.
   std::vector<int32_t> lane0;

@@ -9,11 +9,14 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "shared/error.h"
 #include "shared/schedule.h"
+#include "sim/forked_call.h"
 #include "sim/sim_report.h"
 #include "sim/simulation.h"
 
@@ -169,6 +172,7 @@ TEST(FlowQuotient, HalfTheSimGridFlowsAtTp2) {
   expect_same_outputs(sets, 8, 2);
   Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
   SimOptions on, whole;
+  on.fold_lanes = false;  // the tp-only quotient (the lane quotient: LaneQuotient.* below)
   whole.fold_flows = false;
   const SimResult a = simulate(s, on), w = simulate(s, whole);
   ASSERT_GT(w.simgrid_flows, 0u) << "no flow met another: the case does not exercise SimGrid";
@@ -183,6 +187,7 @@ TEST(FlowQuotient, NotTakenWhereFlowsJoinTpLanes) {
                                          "strategy.pp=2", "strategy.global_batch=32"};
   Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
   SimOptions on, whole;
+  on.fold_lanes = false;  // the tp-only quotient alone
   whole.fold_flows = false;
   const SimResult a = simulate(s, on), w = simulate(s, whole);
   EXPECT_EQ(a.fold, 8);
@@ -208,6 +213,79 @@ TEST(FlowQuotient, UnderTensorParallelFolding) {
   ASSERT_GT(w.result.simgrid_flows, 0u);
   EXPECT_EQ(2 * a.result.simgrid_flows, w.result.simgrid_flows);
 }
+
+// The lane quotient (FoldPlanner::choose_lane_quotient, sim/lane_quotient.h, docs/sim.md "Lane
+// quotient"): under grid folding, of every orbit of flows under the moves of whole replicas and
+// tp lanes only one goes to SimGrid, routed to the representative of its destination's link (its
+// own NIC or NVLink port where that is its own GPU's). `sets` lay out dp 4 x tp 2 x pp 4 on nodes
+// of 4 GPUs (two stages per node: the tp groups' NVLink ports also carry pipeline messages, so the
+// tp groups are not closed-form and their flows join different tp lanes: the tp-only quotient is
+// refused), ZeRO 1; with `nics` NICs per node. Checked against every lane's flows in SimGrid
+// (fold_flows off) and with the tp-only quotient (refused here): JSON but `simulator` and trace
+// byte-identical; against every rank replayed: the same flow count, times to 1e-6 relative.
+void expect_lane_quotient(std::vector<std::string> sets, std::optional<Algorithm> algorithm, uint64_t moves) {
+  Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
+  SimOptions on;
+  on.algorithm = algorithm;
+  SimOptions whole = on, tp_quotient = on;
+  whole.fold_flows = false;
+  tp_quotient.fold_lanes = false;
+  SimOptions unfolded = whole;
+  unfolded.fold_tensor_parallel = unfolded.fold_data_parallel = false;
+  const Output a = run(s, on, "lq_on"), w = run(s, whole, "lq_whole"), t = run(s, tp_quotient, "lq_tp"),
+               u = run(s, unfolded, "lq_unfolded");
+  EXPECT_EQ(a.result.fold, 8);  // dp 4 x tp 2 ranks per state (one per stage)
+  EXPECT_TRUE(a.result.fold_exact);
+  EXPECT_EQ(u.result.fold, 1);
+  for (const Output* o : {&w, &t}) {
+    EXPECT_EQ(a.json, o->json);
+    EXPECT_TRUE(a.trace == o->trace) << "traces differ";
+  }
+  // Every rank replayed: grid folding's own rounding (phases costed alone that turn into SimGrid
+  // flows go on with their bytes left rounded to whole bytes, at other moments than folded; 5e-13 s
+  // here, the same with and without the quotient) keeps the times within 1e-6 relative.
+  for (const Output* o : {&w, &t, &u}) EXPECT_EQ(a.result.flows, o->result.flows);
+  const double tol = 1e-6 * u.result.iteration_time_s;
+  EXPECT_NEAR(a.result.iteration_time_s, u.result.iteration_time_s, tol);
+  ASSERT_EQ(a.result.ranks.size(), u.result.ranks.size());
+  for (size_t r = 0; r < a.result.ranks.size(); ++r) {
+    EXPECT_EQ(a.result.ranks[r].peak_device_bytes, u.result.ranks[r].peak_device_bytes) << r;
+    EXPECT_NEAR(a.result.ranks[r].end_s, u.result.ranks[r].end_s, tol) << r;
+    EXPECT_NEAR(a.result.ranks[r].exposed_comm_s, u.result.ranks[r].exposed_comm_s, tol) << r;
+  }
+  EXPECT_EQ(t.result.simgrid_flows, w.result.simgrid_flows);  // the tp-only quotient is refused here
+  ASSERT_GT(w.result.simgrid_flows, 0u) << "no flow met another: the case does not exercise SimGrid";
+  if (moves) {
+    EXPECT_EQ(moves * a.result.simgrid_flows, w.result.simgrid_flows);
+  } else {
+    EXPECT_LT(a.result.simgrid_flows, w.result.simgrid_flows);
+  }
+}
+
+std::vector<std::string> lane_quotient_layout(int nics) {
+  return {"cluster.gpus=32", "cluster.gpus_per_node=4", "cluster.nics_per_node=" + std::to_string(nics),
+          "strategy.tp=2", "strategy.pp=4", "strategy.global_batch=32", "strategy.zero_stage=1"};
+}
+
+// Rings only (forced): every plan is whole orbits, so SimGrid moves exactly 1/|G| of the flows.
+// A NIC per GPU: G = 4 replica moves x 2 tp moves, |G| = 8. One NIC per node (serving both tp
+// groups of a node: the stride is tp, no tp move): |G| = 4; two NICs per node (one per tp group
+// of 2 GPUs): |G| = 4. With one or two NICs per node the data-parallel rings' representatives
+// cross their own NIC (the mirror route up then down).
+TEST(LaneQuotient, OneFlowPerOrbitOfReplicaAndTpMoves) {
+  expect_lane_quotient(lane_quotient_layout(4), Algorithm::kRing, 8);
+  expect_lane_quotient(lane_quotient_layout(1), Algorithm::kRing, 4);
+  expect_lane_quotient(lane_quotient_layout(2), Algorithm::kRing, 4);
+}
+
+// The tuner's choice: small all-reduces (the gradient norm's) take NCCL's double binary tree over
+// the 8 nodes, which no replica move maps onto itself. Such an op keeps every flow (of its tp
+// orbits: 1/2 of them) in SimGrid on links nothing else uses (else the run would be rerun, and
+// `fold` would not be 8): still byte-identical, with fewer SimGrid flows than without. (With one
+// NIC per node a pipeline message meets the tree's flows: the lane quotient parts and the run is
+// redone grid-folded without it; ReplicaFolding.TreeAllReducePartsReplicasAndFoldsTpLanesOnly
+// covers reruns.)
+TEST(LaneQuotient, TreeOnItsOwnLinksStaysExact) { expect_lane_quotient(lane_quotient_layout(4), std::nullopt, 0); }
 
 // Why lanes part (docs/sim.md): grid folding moves lane 0's timeline to every replica, which holds
 // only where the flows in flight look the same from every replica. A ring all-reduce over the
@@ -257,6 +335,25 @@ TEST(ReplicaFolding, TreeAllReducePartsReplicasAndFoldsTpLanesOnly) {
   const SimResult r = simulate(s, ring);
   EXPECT_EQ(r.fold, 6);
   EXPECT_TRUE(r.fold_exact);
+}
+
+// In the calling process (SimOptions::isolate = false) a folded run that its own check finds not
+// exact cannot be run again (SimGrid runs once per process): simulate() says so instead of
+// returning it. The layout of TreeAllReducePartsReplicasAndFoldsTpLanesOnly (the tree parts the
+// replicas), run in a child of this test (forked_call) so that this process's SimGrid is untouched.
+TEST(ReplicaFolding, InProcessRunThatPartsIsAnError) {
+  const std::vector<std::string> sets = {"cluster.gpus=24", "cluster.gpus_per_node=2", "strategy.tp=2",
+                                         "strategy.pp=4", "strategy.global_batch=24"};
+  Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
+  SimOptions tree;
+  tree.algorithm = Algorithm::kTree;
+  tree.isolate = false;
+  try {
+    forked_call([&] { return std::to_string(simulate(s, tree).iteration_time_s); }, "test: in-process simulation");
+    ADD_FAILURE() << "an inexact folded run was returned";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not provably exact"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
