@@ -151,12 +151,14 @@ int run_rank_worker(const RunArgs& args) {
     std::vector<double> step_s(wall);
     MPI_Allreduce(MPI_IN_PLACE, step_s.data(), steps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     const StepSpread spread = step_spread(step_s);
-    // Every steady-state step's Alloc and Free durations (Rank.memory_op_step_s): the calibration
-    // fits the host driver's Alloc/Free costs over all of them, not over the traced step alone.
+    // The steady-state steps' Alloc and Free durations (Rank.memory_op_step_s), the first
+    // kMemoryOpSteps of them (a bound on the trace's size): the calibration fits the host driver's
+    // Alloc/Free costs over all of these, not over the traced step alone.
+    constexpr int kMemoryOpSteps = 64;
     std::vector<double> memory_op_s;
     if (!args.trace_path.empty()) {
       const Program& mine = rt.program();
-      for (int st = spread.first_step; st < steps; ++st)
+      for (int st = spread.first_step; st < std::min(steps, spread.first_step + kMemoryOpSteps); ++st)
         for (const Task& t : mine.tasks)
           if (std::holds_alternative<Alloc>(t.op) || std::holds_alternative<Free>(t.op)) {
             const TaskTimes& tt = results[size_t(st)].tasks[t.id];
