@@ -11,11 +11,12 @@ namespace tandem::exec {
 CorePlacement core_placement_for(int ranks, int cores) {
   CorePlacement p;
   p.cores = std::max(1, cores);
-  p.blas_threads = std::max(1, p.cores / std::max(1, ranks));
+  // One BLAS thread per rank, whatever the spare cores (exec/run_args.h): a calibration profile's
+  // kernel times are a rank's one-thread times, and they hold for a run of any rank count only if
+  // every run gives its ranks the same thread count (docs/exec.md, "BLAS threads per rank").
+  p.blas_threads = 1;
   p.bind = ranks <= p.cores ? "core" : "none";
-  // A rank's BLAS threads need cores of their own: bound to one core, a rank's second thread
-  // (OpenBLAS spins after each GEMM) took time slices from its main thread on that core.
-  p.cores_per_rank = ranks <= p.cores ? p.blas_threads : 1;
+  p.cores_per_rank = 1;
   p.yield_when_idle = yields_when_idle(ranks, p.cores, p.blas_threads);
   return p;
 }

@@ -151,6 +151,20 @@ int run_rank_worker(const RunArgs& args) {
     std::vector<double> step_s(wall);
     MPI_Allreduce(MPI_IN_PLACE, step_s.data(), steps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     const StepSpread spread = step_spread(step_s);
+    // The steady-state steps' Alloc and Free durations (Rank.memory_op_step_s), the first
+    // kMemoryOpSteps of them (a bound on the trace's size): the calibration fits the host driver's
+    // Alloc/Free costs over all of these, not over the traced step alone.
+    constexpr int kMemoryOpSteps = 64;
+    std::vector<double> memory_op_s;
+    if (!args.trace_path.empty()) {
+      const Program& mine = rt.program();
+      for (int st = spread.first_step; st < std::min(steps, spread.first_step + kMemoryOpSteps); ++st)
+        for (const Task& t : mine.tasks)
+          if (std::holds_alternative<Alloc>(t.op) || std::holds_alternative<Free>(t.op)) {
+            const TaskTimes& tt = results[size_t(st)].tasks[t.id];
+            memory_op_s.push_back(tt.end_s - tt.start_s);
+          }
+    }
     StepResult last = std::move(results[size_t(spread.representative)]);
     results.clear();
 
@@ -183,6 +197,17 @@ int run_rank_worker(const RunArgs& args) {
         evs.resize(size_t(total));
       }
       MPI_Gatherv(ev.data(), n, MPI_DOUBLE, evs.data(), counts.data(), displs.data(), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+      const int nm = int(memory_op_s.size());
+      std::vector<int> mcounts(world), mdispls(world);
+      MPI_Gather(&nm, 1, MPI_INT, mcounts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+      std::vector<double> mops;
+      if (rank == 0) {
+        int total = 0;
+        for (int r = 0; r < world; ++r) mdispls[r] = total, total += mcounts[r];
+        mops.resize(size_t(total));
+      }
+      MPI_Gatherv(memory_op_s.data(), nm, MPI_DOUBLE, mops.data(), mcounts.data(), mdispls.data(), MPI_DOUBLE, 0,
+                  MPI_COMM_WORLD);
       if (rank == 0) {
         TraceBuilder tb(schedule, driver.name(), driver.machine());
         for (int r = 0; r < world; ++r) {
@@ -198,6 +223,9 @@ int run_rank_worker(const RunArgs& args) {
         for (proto::Rank& pr : *trace.mutable_ranks()) {
           for (int s = 0; s < steps; ++s) pr.add_step_times_s(all[size_t(pr.rank()) * per + steps + s]);
           pr.set_traced_step(spread.representative);
+          const int r = pr.rank();
+          for (int i = 0; i < mcounts[r]; ++i) pr.add_memory_op_step_s(mops[size_t(mdispls[r] + i)]);
+          pr.set_memory_op_first_step(spread.first_step);
         }
         write_trace(trace, args.trace_path);
       }

@@ -21,9 +21,11 @@ struct RunArgs {
   std::string probe_path;  // hidden: probe the collectives instead of training (exec/collective_probe.h)
 };
 
-// Where the ranks of a host run go: cores of this machine, BLAS threads per rank (cores / ranks,
-// at least 1, so that ranks x threads <= cores whenever ranks <= cores) and mpirun's binding
-// ("core" when every rank has a core of its own, "none" when ranks share cores).
+// Where the ranks of a host run go: cores of this machine, BLAS threads per rank (always one: the
+// calibration profile's kernel times are one thread's, and a lone rank's second OpenBLAS thread
+// made the tiny GPT 8-22 % slower on this 2-core machine, not faster; docs/exec.md, "BLAS threads
+// per rank") and mpirun's binding ("core", one core per rank, when every rank has a core of its
+// own, "none" when ranks share cores).
 //
 // A rank whose cores are its own polls without yielding while it waits (MPI, the step barrier):
 // on a machine with other work, sched_yield hands the core to another process for a time slice

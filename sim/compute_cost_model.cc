@@ -225,6 +225,13 @@ ComputeCostModel::Fp8Casts ComputeCostModel::fp8_casts(const Compute& c, bool in
   return out;
 }
 
+double ComputeCostModel::gap_s(const Compute& c) const {
+  if (c.kernel == Kernel::kOpaque || !calibration_ || calibration_->task_overhead_s() <= 0) return 0;
+  // time_s takes a calibrated kernel's time from one of these two, with the overhead added.
+  const bool calibrated = calibration_->find(c) >= 0 || calibration_->host_time(c) >= 0;
+  return calibrated ? calibration_->task_overhead_s() : 0;
+}
+
 double ComputeCostModel::time_s(const Compute& c, bool on_host) const {
   if (c.kernel == Kernel::kOpaque) return opaque_s(c, on_host);
   if (calibration_) {

@@ -106,6 +106,12 @@ class ComputeCostModel {
   };
   Fp8Casts fp8_casts(const Compute& c, bool input_from_norm, bool first_use_of_weight) const;
 
+  // The part of time_s(c) that is not the kernel but the runtime's time before it (a host
+  // profile's task_overhead_s: dispatch, MPI polling), for a kernel the calibration costs; 0 for
+  // any other. The replay records it as time between tasks, the kernel after it
+  // (ProgramInfo::gap_s), so that a task's predicted span is the kernel's alone.
+  double gap_s(const Compute& c) const;
+
   // The host run's Alloc/Free costs from its calibration profile (sim/host_memory_model.h), or null.
   const HostMemoryModel* host_memory() const { return calibration_ ? &calibration_->host_memory() : nullptr; }
 

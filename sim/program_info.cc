@@ -62,7 +62,13 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
         info->cost_s[i] += memory_pending_s, memory_pending_s = 0, last_kernel = i;
         if (!memory_pending.empty()) info->memory_ops_of[t.id] = std::move(memory_pending), memory_pending.clear();
       }
-      if (t.stream == Stream::kCompute) info->dispatch_s[i] = costs.host_dispatch_s(*c);
+      if (t.stream == Stream::kCompute) {
+        info->dispatch_s[i] = costs.host_dispatch_s(*c);
+        if (const double gap = costs.gap_s(*c); gap > 0) {
+          if (info->gap_s.empty()) info->gap_s.assign(n, 0.0);
+          info->gap_s[i] = gap;
+        }
+      }
       if (c->kernel == Kernel::kLayerNorm || c->kernel == Kernel::kRmsNorm) {
         if (!c->outputs.empty()) norm_out.insert(root(c->outputs[0]));
       } else if (c->kernel == Kernel::kGemm && t.stream == Stream::kCompute && c->inputs.size() == 2) {
@@ -148,14 +154,15 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
 
 std::vector<TimedTask> split_memory_time(const ProgramInfo& info, TaskId kernel, double start_s, double end_s) {
   std::vector<TimedTask> out;
+  const double gap = info.gap_s.empty() ? 0.0 : info.gap_s[kernel];
   const auto it = info.memory_ops_of.find(kernel);
-  if (it == info.memory_ops_of.end()) return {{kernel, start_s, end_s}};
+  if (it == info.memory_ops_of.end()) return {{kernel, start_s + gap, end_s}};
   double before = 0, after = 0;
   for (TaskId m : it->second) (m < kernel ? before : after) += info.cost_s[m];
   double t = start_s;
   for (TaskId m : it->second)
     if (m < kernel) out.push_back({m, t, t + info.cost_s[m]}), t += info.cost_s[m];
-  out.push_back({kernel, start_s + before, end_s - after});
+  out.push_back({kernel, start_s + before + gap, end_s - after});
   t = end_s - after;
   for (TaskId m : it->second)
     if (m > kernel) out.push_back({m, t, t + info.cost_s[m]}), t += info.cost_s[m];

@@ -39,11 +39,17 @@ struct ProgramInfo {
   // By kernel: its Alloc/Free tasks in program order. Empty without a host memory model.
   std::unordered_map<TaskId, std::vector<TaskId>> memory_ops_of;
   std::vector<uint8_t> memory_charged;  // by task: 1 for an Alloc/Free in memory_ops_of (empty: none)
+  // A host calibration's time between tasks (ComputeCostModel::gap_s): by task, the part of a
+  // compute-stream kernel's cost_s that the runtime spends before it starts (dispatch, polling).
+  // The replay runs it on the compute stream before the kernel (after the kernel's Allocs/Frees)
+  // and records the kernel after it. Empty when no kernel has one.
+  std::vector<double> gap_s;
 };
 
-// The recorded times of a kernel with Allocs/Frees charged to it (ProgramInfo::memory_ops_of):
-// [start, end] is the kernel's span with its memory time; the kernel keeps its own part, and each
-// Alloc/Free takes its cost_s right before (or, after the kernel, right after) it, in program order.
+// The recorded times of a kernel with Allocs/Frees charged to it (ProgramInfo::memory_ops_of) or a
+// time between tasks (ProgramInfo::gap_s): [start, end] is the kernel's span with both; each
+// Alloc/Free takes its cost_s from `start` on (or, after the kernel, right after it), in program
+// order, then the gap passes with no task, and the kernel keeps the rest.
 struct TimedTask {
   TaskId task;
   double start_s, end_s;

@@ -288,7 +288,7 @@ void ReplayEngine::compute_done(const Timer& t) {
     double start = ready;
     if (first.stream == Stream::kCompute) start = std::max(ready, host += r.info->dispatch_s[id]);
     const double end = (k + 1 == r.cursor[s]) ? now_ : start + r.info->cost_s[id];
-    if (r.info->memory_ops_of.empty()) {
+    if (r.info->memory_ops_of.empty() && r.info->gap_s.empty()) {
       finish_task(r, id, start, end);
     } else {
       for (const TimedTask& x : split_memory_time(*r.info, id, start, end))

@@ -39,24 +39,27 @@ TEST(StepSpread, OneStepIsItsOwnSteadyState) {
   EXPECT_EQ(s.representative, 0);
 }
 
-TEST(Placement, ThreadsShareTheCoresAndBindingOnlyWhenRanksFit) {
+// One BLAS thread per rank whatever the spare cores (exec/run_args.h: a profile's kernel times are
+// one thread's), bound to a core of its own only when the ranks fit.
+TEST(Placement, OneBlasThreadPerRankAndBindingOnlyWhenRanksFit) {
   EXPECT_EQ(core_placement_for(2, 2).blas_threads, 1);
   EXPECT_STREQ(core_placement_for(2, 2).bind, "core");
-  EXPECT_EQ(core_placement_for(2, 8).blas_threads, 4);
+  EXPECT_EQ(core_placement_for(2, 8).blas_threads, 1);
+  EXPECT_EQ(core_placement_for(1, 2).blas_threads, 1);
   EXPECT_EQ(core_placement_for(4, 2).blas_threads, 1);
   EXPECT_STREQ(core_placement_for(4, 2).bind, "none");
   EXPECT_EQ(core_placement_for(1, 0).cores, 1);
 }
 
-// A rank's BLAS threads get cores of their own (mpirun --map-by slot:PE=threads), and ranks poll
-// without yielding exactly when ranks x threads fit the cores.
-TEST(Placement, EachRankIsBoundToAsManyCoresAsItHasThreadsAndPollsOnlyWhenTheyFit) {
-  EXPECT_EQ(core_placement_for(1, 2).cores_per_rank, 2);   // 1 rank, 2 threads, 2 cores
-  EXPECT_EQ(core_placement_for(2, 8).cores_per_rank, 4);   // 2 ranks x 4 threads = 8 cores
+// A rank is bound to one core (its one thread), and ranks poll without yielding exactly when
+// ranks x threads (= ranks) fit the cores.
+TEST(Placement, EachRankIsBoundToOneCoreAndPollsOnlyWhenTheyFit) {
+  EXPECT_EQ(core_placement_for(1, 2).cores_per_rank, 1);   // 1 rank, 1 thread, 2 cores
+  EXPECT_EQ(core_placement_for(2, 8).cores_per_rank, 1);
   EXPECT_EQ(core_placement_for(2, 2).cores_per_rank, 1);
   EXPECT_EQ(core_placement_for(3, 2).cores_per_rank, 1);   // unbound
   EXPECT_FALSE(core_placement_for(2, 2).yield_when_idle);  // 2 x 1 <= 2
-  EXPECT_FALSE(core_placement_for(3, 8).yield_when_idle);  // 3 x 2 = 6 <= 8
+  EXPECT_FALSE(core_placement_for(3, 8).yield_when_idle);  // 3 x 1 <= 8
   EXPECT_TRUE(core_placement_for(4, 2).yield_when_idle);   // 4 x 1 > 2
   EXPECT_TRUE(yields_when_idle(2, 2, 2));                   // 2 x 2 > 2
   EXPECT_TRUE(yields_when_idle(2, 0, 1));                   // cores not told: yield

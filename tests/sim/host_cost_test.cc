@@ -153,11 +153,12 @@ TEST(HostMemoryModel, AllocsAndFreesGoToTheNextKernel) {
 TEST(HostMemoryModel, TheReplayRecordsTheirTimeOnTheAllocAndFreeTasks) {
   // The profile above; one rank of the host cluster runs: Alloc a (1000 B, freed), Alloc p
   // (persistent), GEMM 1, Free a, Alloc b (3000 B, freed), GEMM 2, Free b, all on the compute
-  // stream. GEMM 1 runs a's Alloc first: [0, 2] Alloc a, [2, 13] GEMM 1 (10 + 1 us). GEMM 2 runs
-  // a's Free and b's Alloc first, and b's Free (after the last kernel) after it: [13, 13.5] Free a,
-  // [13.5, 17.5] Alloc b, [17.5, 28.5] GEMM 2, [28.5, 29] Free b. Alloc p takes no time ([0, 0]).
-  // By kind: alloc 2 + 4 = 6 us, free 0.5 + 0.5 = 1 us, gemm 11 + 11 = 22 us; the iteration 29 us
-  // (the same total as when the memory time was recorded on the kernels: 13 + 16).
+  // stream. GEMM 1 runs a's Alloc first, then the 1 us between tasks: [0, 2] Alloc a, [2, 3] no
+  // task, [3, 13] GEMM 1 (its 10 us). GEMM 2 runs a's Free and b's Alloc first, the gap, and b's
+  // Free (after the last kernel) after it: [13, 13.5] Free a, [13.5, 17.5] Alloc b, [17.5, 18.5]
+  // no task, [18.5, 28.5] GEMM 2, [28.5, 29] Free b. Alloc p takes no time ([0, 0]). By kind:
+  // alloc 2 + 4 = 6 us, free 0.5 + 0.5 = 1 us, gemm 10 + 10 = 20 us, 2 us between tasks; the
+  // iteration 29 us (the same total as when the memory time was recorded on the kernels: 13 + 16).
   auto table = std::make_shared<const CalibrationTable>(memory_profile_table());
   ClusterSpec cluster = testing::test_cluster(1);
   cluster.preset = "host";
@@ -181,7 +182,7 @@ TEST(HostMemoryModel, TheReplayRecordsTheirTimeOnTheAllocAndFreeTasks) {
     o.fuse_compute = fuse;
     const SimResult r = simulate(schedule, o);
     EXPECT_NEAR(r.iteration_time_s, 29e-6, 1e-12) << "fuse " << fuse;
-    const double want[7][2] = {{0, 2}, {0, 0}, {2, 13}, {13, 13.5}, {13.5, 17.5}, {17.5, 28.5}, {28.5, 29}};
+    const double want[7][2] = {{0, 2}, {0, 0}, {3, 13}, {13, 13.5}, {13.5, 17.5}, {18.5, 28.5}, {28.5, 29}};
     ASSERT_EQ(r.tasks.size(), 7u);
     double alloc = 0, free = 0, kernel = 0;
     for (const TaskTiming& t : r.tasks) {
@@ -193,7 +194,49 @@ TEST(HostMemoryModel, TheReplayRecordsTheirTimeOnTheAllocAndFreeTasks) {
     }
     EXPECT_NEAR(alloc, 6e-6, 1e-12);
     EXPECT_NEAR(free, 1e-6, 1e-12);
-    EXPECT_NEAR(kernel, 22e-6, 1e-12);
+    EXPECT_NEAR(kernel, 20e-6, 1e-12);
+  }
+}
+
+TEST(HostTaskGap, TheTimeBetweenTasksIsRecordedBeforeTheKernelNotInIt) {
+  // A host profile: the GEMM 8x8x8 measured at 10 us, 2 us between tasks (task_overhead_s). One
+  // rank runs three of these GEMMs on the compute stream. Each kernel is ready when the one before
+  // ends and starts 2 us later: [2, 12], [14, 24], [26, 36]; every task lasts its 10 us measured,
+  // the iteration 3 x (2 + 10) = 36 us (what it was when the gap was inside each kernel: 3 x 12).
+  // A GEMM the profile does not hold (16x16x16, costed by the host compute model fit on the one
+  // measured shape) gets the gap too: ComputeCostModel::gap_s is 2 us for both, and 0 without a
+  // calibration.
+  proto::CalibrationProfile p = testing::host_profile(gemm(8, 8, 8), 10e-6, 2e-6);
+  auto table = std::make_shared<const CalibrationTable>(testing::load_profile(p, "host-gap-test"));
+  ClusterSpec host_cluster;
+  host_cluster.preset = "host";
+  const ComputeCostModel costs(host_cluster, KernelEfficiency{}, false, table.get());
+  EXPECT_NEAR(costs.gap_s(gemm(8, 8, 8)), 2e-6, 1e-15);
+  EXPECT_NEAR(costs.time_s(gemm(8, 8, 8)), 12e-6, 1e-15);
+  EXPECT_NEAR(costs.gap_s(gemm(16, 16, 16)), 2e-6, 1e-15);
+  EXPECT_EQ(ComputeCostModel(host_cluster, KernelEfficiency{}, false).gap_s(gemm(8, 8, 8)), 0);
+
+  ClusterSpec cluster = testing::test_cluster(1);
+  cluster.preset = "host";
+  const Schedule schedule(testing::test_scenario(cluster), 1, {},
+                          std::make_unique<testing::LambdaGenerator>([](int rank) {
+                            testing::ProgramWriter w(rank);
+                            for (int i = 0; i < 3; ++i) w.add(Stream::kCompute, gemm(8, 8, 8));
+                            return w.p;
+                          }));
+  for (bool fuse : {false, true}) {
+    SimOptions o = testing::ideal_options();
+    o.calibration = table;
+    o.record_tasks = true;
+    o.fuse_compute = fuse;
+    const SimResult r = simulate(schedule, o);
+    EXPECT_NEAR(r.iteration_time_s, 36e-6, 1e-12) << "fuse " << fuse;
+    ASSERT_EQ(r.tasks.size(), 3u);
+    for (const TaskTiming& t : r.tasks) {
+      ASSERT_LT(t.task, 3u);
+      EXPECT_NEAR(t.start_s, (2 + 12 * double(t.task)) * 1e-6, 1e-12) << "task " << t.task << " fuse " << fuse;
+      EXPECT_NEAR(t.end_s - t.start_s, 10e-6, 1e-12) << "task " << t.task << " fuse " << fuse;
+    }
   }
 }
 

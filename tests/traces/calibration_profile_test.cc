@@ -157,6 +157,37 @@ TEST(Calibration, AllocsFreesAndWaits) {
   EXPECT_NEAR(p.collectives(0).mean_wait_s(), 1.5e-3, 1e-12);
 }
 
+// A trace with every steady-state step's Allocs and Frees (Rank.memory_op_step_s, from step 1 on):
+// the sample program's one Alloc and one Free (tasks 0 and 8, 48 MiB), 5 steps on both ranks:
+// Allocs 1 ms and Frees 2 ms in steps 1, 2, 4, 5, but 5 ms and 10 ms (5x: page faults) in step 3,
+// on both ranks. Per step the mean over the ranks: 1, 1, 5, 1, 1 ms; the median 1 ms (Frees 2 ms),
+// 10 samples each. The traced step's events (the measured() trace: 1 and 2 ms Allocs, 9 and 18 ms
+// Frees) no longer count: the steps hold that step too. The mean over all steps would be 1.8 ms
+// (3.6 ms): one step would set it. A block count that is not whole is refused.
+TEST(Calibration, AllocsAndFreesAreTheMedianStepsNotOneStep) {
+  const Schedule s = testing::sample_schedule();
+  proto::Trace t = measured(s);
+  const double ms = 1e-3;
+  for (proto::Rank& r : *t.mutable_ranks()) {
+    r.set_memory_op_first_step(1);
+    for (int step = 0; step < 5; ++step) {
+      const double slow = step == 2 ? 5 : 1;
+      r.add_memory_op_step_s(1 * ms * slow);  // task 0, the Alloc
+      r.add_memory_op_step_s(2 * ms * slow);  // task 8, the Free
+    }
+  }
+  const proto::CalibrationProfile p = make_calibration(s, t);
+  ASSERT_EQ(p.memory_ops_size(), 2);
+  for (const proto::MemoryOpTime& m : p.memory_ops()) {
+    EXPECT_EQ(m.bytes(), 48 * testing::kMiB);
+    EXPECT_EQ(m.samples(), 10u);
+    EXPECT_NEAR(m.mean_s(), m.alloc() ? 1 * ms : 2 * ms, 1e-12);
+  }
+  t.mutable_ranks(1)->add_memory_op_step_s(1 * ms);
+  EXPECT_CONTAINS(error_of([&] { make_calibration(s, t, "t.trace"); }),
+                  "t.trace rank 1: memory_op_step_s holds 11 durations, not a whole number of steps");
+}
+
 // Time between kernels, less the Allocs and Frees in between. Both ranks: Alloc [0, 0.1] ms, gemm
 // [0.1, 1.0], Free [1.2, 1.5], attention [2.0, 3.0], layernorm [3.1, 4.0] (the others later). The
 // gemm has no earlier kernel; attention could start at 1.0 and started at 2.0, of which 0.3 ms

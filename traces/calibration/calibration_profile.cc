@@ -74,8 +74,10 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
   std::map<std::pair<GroupId, int>, std::vector<double>> instances;
   std::map<std::pair<GroupId, int>, CollectiveKey> instance_keys;
   std::map<CollectiveKey, std::string> collective_labels;
-  // Steady-state Allocs and Frees by (alloc, bytes).
-  std::map<std::pair<bool, int64_t>, std::vector<double>> memory_ops;
+  // Steady-state Allocs and Frees by (alloc, bytes), then by step: the sum of their durations over
+  // the ranks and their count. A trace with Rank.memory_op_step_s gives every steady-state step; an
+  // older one the traced step alone (its events).
+  std::map<std::pair<bool, int64_t>, std::map<int, std::pair<double, uint32_t>>> memory_ops;
   double overhead_sum = 0;
   uint32_t overhead_n = 0;
   const bool polled = trace.backend() == "host";
@@ -127,7 +129,32 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
         const BufferId b = a ? a->buffer : std::get<Free>(t.op).buffer;
         memory_spans.push_back({e.start_s(i), e.end_s(i)});
         if (polled) busy_spans.push_back({e.start_s(i), e.end_s(i)});
-        if (freed.count(b) && bytes_of.count(b)) memory_ops[{a != nullptr, bytes_of[b]}].push_back(d);
+        if (freed.count(b) && bytes_of.count(b) && r.memory_op_step_s_size() == 0) {
+          auto& step = memory_ops[{a != nullptr, bytes_of[b]}][r.traced_step()];
+          step.first += d, ++step.second;
+        }
+      }
+    }
+    if (r.memory_op_step_s_size() > 0) {
+      std::vector<const Task*> memory_tasks;
+      for (const Task& t : p.tasks)
+        if (std::holds_alternative<Alloc>(t.op) || std::holds_alternative<Free>(t.op)) memory_tasks.push_back(&t);
+      const size_t per_step = memory_tasks.size();
+      if (per_step == 0 || size_t(r.memory_op_step_s_size()) % per_step != 0)
+        throw Error("calibrate: " + trace_name + " rank " + std::to_string(r.rank()) + ": memory_op_step_s holds " +
+                    std::to_string(r.memory_op_step_s_size()) + " durations, not a whole number of steps of the " +
+                    std::to_string(per_step) + " Allocs and Frees of its program");
+      for (size_t i = 0; i < size_t(r.memory_op_step_s_size()); ++i) {
+        const Task& t = *memory_tasks[i % per_step];
+        const Alloc* a = std::get_if<Alloc>(&t.op);
+        const BufferId b = a ? a->buffer : std::get<Free>(t.op).buffer;
+        const double d = r.memory_op_step_s(int(i));
+        if (!std::isfinite(d) || d < 0)
+          throw Error("calibrate: " + trace_name + " rank " + std::to_string(r.rank()) + ": memory_op_step_s entry " +
+                      std::to_string(i) + " (" + std::to_string(d) + ") is not a duration");
+        if (!freed.count(b) || !bytes_of.count(b)) continue;
+        auto& step = memory_ops[{a != nullptr, bytes_of[b]}][r.memory_op_first_step() + int(i / per_step)];
+        step.first += d, ++step.second;
       }
     }
     std::sort(memory_spans.begin(), memory_spans.end());
@@ -184,12 +211,17 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
     kt->set_median_s(median(std::move(v)));
     kt->set_label(kernel_labels[k]);
   }
-  for (auto& [k, v] : memory_ops) {
+  // An Alloc/Free size's time: the median over the steps of the step's mean, so that one step whose
+  // zero fills page-faulted more than the others does not set it (docs/exec.md).
+  for (auto& [k, by_step] : memory_ops) {
+    std::vector<double> step_means;
+    uint32_t samples = 0;
+    for (const auto& [step, sum_n] : by_step) step_means.push_back(sum_n.first / sum_n.second), samples += sum_n.second;
     proto::MemoryOpTime* m = prof.add_memory_ops();
     m->set_alloc(k.first);
     m->set_bytes(k.second);
-    m->set_mean_s(mean(v));
-    m->set_samples(uint32_t(v.size()));
+    m->set_mean_s(median(std::move(step_means)));
+    m->set_samples(samples);
   }
   for (auto& [k, v] : collectives) {
     proto::CollectiveTime* ct = prof.add_collectives();

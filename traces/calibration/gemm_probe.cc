@@ -1,7 +1,5 @@
 #include "traces/calibration/gemm_probe.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <chrono>
 
@@ -13,12 +11,7 @@ extern "C" void openblas_set_num_threads(int);
 
 namespace tandem {
 
-int probe_threads_for(int ranks) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  const int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? std::max(1, CPU_COUNT(&set)) : 1;
-  return std::max(1, cores / std::max(1, ranks));
-}
+int probe_threads_for(int /*ranks*/) { return 1; }  // tandem run pins one per rank (exec/run_args.h)
 
 void probe_gemm(proto::CalibrationProfile& profile, const GemmProbeOptions& o) {
   using Clock = std::chrono::steady_clock;
