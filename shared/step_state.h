@@ -120,6 +120,11 @@ class StepState {
   const StepDims dims;
   const ParamLayout layout;
   ProgramBuilder program;   // the program being written
+  // The compute streams the framework spreads the GEMMs now being written over (1: the compute
+  // stream alone). tp_overlap.cc sets it around its chunk GEMMs (Transformer Engine issues them
+  // round-robin on min(3, tp) streams); linear_fwd and linear_dgrad write it into the GEMM's
+  // dims[3] when above 1, a cost hint: the chunks in flight share the SMs (sim/compute_cost_model.cc).
+  int gemm_streams = 1;
   // offload auto: the tasks that free each chunk's gradient once its shard is on the host, in
   // backward order (grads_to_host, shared/grad_sync.cc); the next gradient waits for the one
   // before last, so at most two are in flight on the copy stream.
