@@ -153,12 +153,15 @@ void StepState::tp_collective(CollectiveOp op, BufferId in, BufferId out, int64_
 
 void StepState::linear_fwd(Phase ph, int layer, int mb, BufferId x, BufferId w, BufferId y, int64_t rows,
                            int64_t out, int64_t in) {
-  kernel(Kernel::kGemm, ph, layer, mb, {rows, out, in}, {x, w}, {y}, kTransB, dims.gemm_dtype(layer, false));
+  const int64_t streams = gemm_streams > 1 ? gemm_streams : 0;
+  kernel(Kernel::kGemm, ph, layer, mb, {rows, out, in, streams}, {x, w}, {y}, kTransB, dims.gemm_dtype(layer, false));
 }
 
 void StepState::linear_dgrad(int layer, int mb, BufferId dy, BufferId w, BufferId dx, int64_t rows, int64_t out,
                              int64_t in) {
-  kernel(Kernel::kGemm, Phase::kBackward, layer, mb, {rows, in, out}, {dy, w}, {dx}, 0, dims.gemm_dtype(layer, true));
+  const int64_t streams = gemm_streams > 1 ? gemm_streams : 0;
+  kernel(Kernel::kGemm, Phase::kBackward, layer, mb, {rows, in, out, streams}, {dy, w}, {dx}, 0,
+         dims.gemm_dtype(layer, true));
 }
 
 void StepState::linear_wgrad(int layer, int mb, BufferId dy, BufferId x, BufferId dw, int64_t rows, int64_t out,
@@ -182,7 +185,13 @@ BufferId StepState::reduce_partial(BufferId partial, int layer, int mb, Phase ph
   }
   BufferId shard = allocate(what, layer, mb, dims.n_local * dims.hidden, dims.dtype);
   tp_collective(CollectiveOp::kReduceScatter, partial, shard, bytes, ph, layer, mb, ReduceOp::kSum, dims.dtype);
-  release(partial);
+  // Freed on the stream that reads it last: a free on the compute stream would hold every later
+  // kernel until the reduce-scatter ends, where the frameworks run the column-parallel backward's
+  // weight-gradient GEMM under it (Megatron-LM's async _reduce_scatter_base, then the wgrad, then
+  // handle.wait(): megatron/mpu/layers.py:287-295 at 02bb1f5c86fc8c36d4a96a2b7ebcf63d53219369, the
+  // commit that added sequence parallelism; megatron/core/tensor_parallel/layers.py:484-485, 526,
+  // 529-530 at core_r0.8.0 baf94af3c667248865f23df73b9fb8e2395e6fd0).
+  release(partial, Stream::kComm);
   return shard;
 }
 

@@ -120,6 +120,11 @@ class StepState {
   const StepDims dims;
   const ParamLayout layout;
   ProgramBuilder program;   // the program being written
+  // The compute streams the framework spreads the GEMMs now being written over (1: the compute
+  // stream alone). tp_overlap.cc sets it around its chunk GEMMs (Transformer Engine issues them
+  // round-robin on min(3, tp) streams); linear_fwd and linear_dgrad write it into the GEMM's
+  // dims[3] when above 1, a cost hint: the chunks in flight share the SMs (sim/compute_cost_model.cc).
+  int gemm_streams = 1;
   // offload auto: the device buffers of the chunks whose reduced gradient shard is on its way to
   // the host (the copy in flight on the d2h stream), oldest first (grads_to_host,
   // shared/grad_sync.cc). They are freed on the compute stream just before the gradient two

@@ -5,12 +5,36 @@
 // receiving from i-1 on kTpRecv, one block per step, while the compute stream multiplies the
 // block it already has. Both sides of every exchange are in the program, so the simulator prices
 // the p2p flows and the real backends move the data.
+#include <algorithm>
+
 #include "shared/step_state.h"
 
 namespace tandem {
 namespace {
 
 constexpr int kTpExchangeTag = 2;  // pipeline messages use 0 (activations) and 1 (gradients)
+
+// Transformer Engine issues the chunk GEMMs of its userbuffers overlap round-robin on
+// min(_NUM_MAX_UB_STREAMS, tp) compute streams (NVIDIA/TransformerEngine v1.8,
+// 3ec998e96c82bc30247560ced6170c4221ca2b5a: transformer_engine/pytorch/module/base.py:46
+// `_NUM_MAX_UB_STREAMS = 3`; csrc/comm_gemm_overlap.h:665 creates the streams, :955 (ring-exchange
+// all-gather) and :1122 (ring-exchange reduce-scatter) pick `_stream_compute[i % size]`; a chunk
+// waits only for its own block's arrival, :967-970), so consecutive chunks run at the same time and
+// share the SMs. The same constant at v1.7, v1.9 and v1.10. Megatron-Core r0.8's --tp-comm-overlap
+// initialises these communicators (megatron/training/initialize.py:209 at baf94af3c667).
+constexpr int kUserbufferComputeStreams = 3;
+
+// Marks the chunk GEMMs written while it lives with the streams they run on.
+class ChunkStreams {
+ public:
+  explicit ChunkStreams(StepState& st) : st_(st) { st_.gemm_streams = std::min(kUserbufferComputeStreams, st.dims.tp); }
+  ~ChunkStreams() { st_.gemm_streams = 1; }
+  ChunkStreams(const ChunkStreams&) = delete;
+  ChunkStreams& operator=(const ChunkStreams&) = delete;
+
+ private:
+  StepState& st_;
+};
 
 // Row block k of `of`, whose rows are `cols` elements of the activation dtype.
 BufferId block(StepState& st, BufferId of, int k, int64_t cols, const char* what, int layer, int mb) {
@@ -31,6 +55,7 @@ BufferId gather_gemm_overlapped(StepState& st, BufferId shard, int layer, int mb
   const int next = st.tensor_peer(+1), prev = st.tensor_peer(-1);
   BufferId full = st.allocate(what, layer, mb, d.n * d.hidden, d.dtype, BufferRole::kComm);
   BufferId own = block(st, full, i, d.hidden, what, layer, mb);
+  const ChunkStreams streams(st);
   st.program.copy(CopyDirection::kD2D, shard, own, Stream::kCompute);
   st.program.send(next, shard, kTpExchangeTag, mb, Stream::kTpSend);
   gemm(shard, block(st, out, i, out_cols, "out", layer, mb), d.n_local);
@@ -55,6 +80,7 @@ BufferId gemm_reduce_scatter_overlapped(StepState& st, BufferId in, int64_t in_c
   const int next = st.tensor_peer(+1), prev = st.tensor_peer(-1);
   const int64_t elems = d.n_local * d.hidden;
   BufferId sent = kNoId, part = kNoId;
+  const ChunkStreams streams(st);
   for (int s = 0; s < t; ++s) {
     const int j = (i - s - 1 + t) % t;
     BufferId partial_sum = kNoId;

@@ -249,7 +249,15 @@ double ComputeCostModel::time_s(const Compute& c, bool on_host) const {
   }
   const auto& d = c.dims;
   switch (c.kernel) {
-    case Kernel::kGemm: return gemm_s(c.dtype, 1, double(d[0]), double(d[1]), double(d[2]), bytes);
+    case Kernel::kGemm: {
+      // dims[3] > 1: one chunk of a GEMM that the framework issues round-robin on that many compute
+      // streams (Transformer Engine's userbuffers overlap, shared/tp_overlap.cc). The chunks in
+      // flight share the SMs, their tiles filling the waves together: the chunk is charged its
+      // share of the batch of `streams` chunks (tile/wave quantisation over all their tiles; the
+      // launch latency shared as well).
+      const double streams = std::max<int64_t>(1, d[3]);
+      return gemm_s(c.dtype, streams, double(d[0]), double(d[1]), double(d[2]), bytes * streams) / streams;
+    }
     case Kernel::kAttention:
     case Kernel::kAttentionBwd:
       if (!flash_) return attention_unfused_s(c);

@@ -151,8 +151,21 @@ void device_adam(const Compute& c, const std::vector<void*>& in, const std::vect
                  const StepContext& ctx, const DispatchContext& dc) {
   const ExecOptions& o = *ctx.options;
   const int64_t n = c.dims[0];
-  for (int i = 0; i < 3; ++i) expect(c, dc, c.outputs[size_t(i)], DType::kFp32);
   expect(c, dc, c.inputs[0], dtype_of<T>());
+  // bf16 moments and no master (software.optimizer_state_dtype=param, master_params=none): the
+  // parameter is updated in place from its bf16 value (shared/grad_sync.cc passes it as the master).
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (dc.program->buffers.at(c.outputs[1]).dtype == DType::kBf16) {
+      if (out[3] != out[0]) throw Error("exec: bf16 moments with a master copy are not run by the CUDA driver", ErrorKind::kInternal);
+      for (int i = 0; i < 4; ++i) expect(c, dc, c.outputs[size_t(i)], DType::kBf16);
+      call(c, [&] {
+        kc::adamw_step(P<bf16>(out[0]), P<bf16>(in[0]), P<bf16>(out[1]), P<bf16>(out[2]), n, o.lr, o.beta1, o.beta2,
+                       o.eps, o.weight_decay, ctx.step + 1, dc.stream);
+      });
+      return;
+    }
+  }
+  for (int i = 0; i < 3; ++i) expect(c, dc, c.outputs[size_t(i)], DType::kFp32);
   expect(c, dc, c.outputs[3], dtype_of<T>());
   if constexpr (std::is_same_v<T, float>) {
     call(c, [&] {

@@ -74,12 +74,17 @@ void check_cuda_scenario(const Scenario& sc) {
     throw Error(sc.origin + ": software.grad_reduce_dtype: the CUDA driver's weight-gradient GEMMs write gradients "
                 "of the training dtype, not fp32 main_grad (" + sc.software.preset + " reduces " +
                 to_string(sc.strategy.dtype) + " training in fp32; use --set software.grad_reduce_dtype=param)");
-  if (sc.strategy.dtype != DType::kFp32 &&
-      (sc.optimizer_state_dtype() != DType::kFp32 || sc.master_params() != MasterParams::kFp32))
+  // Its Adam runs an fp32 master with fp32 moments, or bf16 moments with no master (the parameter
+  // updated in place, kernels/cuda/adamw.h); not int16 remainders, nor bf16 moments beside a master.
+  const bool fp32_state = sc.optimizer_state_dtype() == DType::kFp32 && sc.master_params() == MasterParams::kFp32;
+  const bool bf16_state = sc.strategy.dtype == DType::kBf16 && sc.optimizer_state_dtype() == DType::kBf16 &&
+                          sc.master_params() == MasterParams::kNone;
+  if (sc.strategy.dtype != DType::kFp32 && !fp32_state && !bf16_state)
     throw Error(sc.origin + ": software.optimizer_state_dtype / master_params: the CUDA driver's Adam keeps an fp32 "
-                "master and fp32 moments, got " + to_string(sc.software.optimizer_state_dtype) + " moments and " +
-                to_string(sc.software.master_params) + " master params (use --set "
-                "software.optimizer_state_dtype=fp32 --set software.master_params=fp32)");
+                "master and fp32 moments, or bf16 moments and no master; got " +
+                to_string(sc.software.optimizer_state_dtype) + " moments and " + to_string(sc.software.master_params) +
+                " master params (use --set software.optimizer_state_dtype=fp32 --set software.master_params=fp32, "
+                "or software.optimizer_state_dtype=param --set software.master_params=none)");
 }
 
 int cuda_device_count() {

@@ -37,6 +37,23 @@ __global__ void step_kernel(float* param, const G* grad, float* m, float* v, std
   }
 }
 
+// Parameters and both moments in bf16, no fp32 master (Apex DistributedFusedAdam with an optimizer
+// dtype equal to the model's: store_params False, exp_avg and exp_avg_sq in bf16): the update is
+// computed in float from the stored values and each of the three is rounded once when written.
+__global__ void bf16_state_kernel(__nv_bfloat16* param, const __nv_bfloat16* grad, __nv_bfloat16* m,
+                                  __nv_bfloat16* v, std::int64_t n, Update u) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const float g = to_float(grad[i]);
+    const float mi = u.beta1 * to_float(m[i]) + (1.0f - u.beta1) * g;
+    const float vi = u.beta2 * to_float(v[i]) + (1.0f - u.beta2) * g * g;
+    const float p = to_float(param[i]) * u.decay - u.step_size * mi / (sqrtf(vi) * u.inv_sqrt_bias2 + u.eps);
+    m[i] = __float2bfloat16(mi);
+    v[i] = __float2bfloat16(vi);
+    param[i] = __float2bfloat16(p);
+  }
+}
+
 Update make_update(float lr, float beta1, float beta2, float eps, float weight_decay,
                    std::int64_t step) {
   if (step < 1)
@@ -75,6 +92,15 @@ void adamw_step(float* param, const __nv_bfloat16* grad, float* m, float* v, std
                 std::int64_t step, __nv_bfloat16* param_bf16, cudaStream_t stream) {
   launch(param, grad, m, v, n, make_update(lr, beta1, beta2, eps, weight_decay, step), param_bf16,
          stream);
+}
+
+void adamw_step(__nv_bfloat16* param, const __nv_bfloat16* grad, __nv_bfloat16* m, __nv_bfloat16* v,
+                std::int64_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
+                std::int64_t step, cudaStream_t stream) {
+  const Update u = make_update(lr, beta1, beta2, eps, weight_decay, step);
+  if (n == 0) return;
+  bf16_state_kernel<<<detail::elementwise_blocks(n), detail::kBlock, 0, stream>>>(param, grad, m, v, n, u);
+  detail::check_launch("adamw_step (bf16 state)");
 }
 
 }  // namespace tandem::kernels::cuda

@@ -77,6 +77,42 @@ TEST(CudaDriver, Bf16RunsAndItsLossFalls) {
   EXPECT_LT(loss.back(), loss.front() - 0.05);
 }
 
+// The optimizer states the driver's Adam runs (kernels/cuda/adamw.h): fp32 master and moments, or
+// bf16 moments and no master; int16 remainders and bf16 moments beside a master are refused, naming
+// the fields. A check of the scenario alone: no device needed.
+TEST(CudaDriver, RunsBf16MomentsWithoutAMasterAndRefusesRemainders) {
+  const std::vector<std::string> bf16 = {"strategy.dtype=bf16", "software.grad_reduce_dtype=param",
+                                         "software.separate_master_copy=false"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), bf16.begin(), bf16.end());
+    return tiny(more).scenario();
+  };
+  EXPECT_NO_THROW(check_cuda_scenario(with({})));
+  EXPECT_NO_THROW(check_cuda_scenario(with({"software.optimizer_state_dtype=param", "software.master_params=none"})));
+  for (const std::vector<std::string>& refused :
+       {std::vector<std::string>{"software.master_params=remainder"},
+        std::vector<std::string>{"software.optimizer_state_dtype=param"}}) {
+    try {
+      check_cuda_scenario(with(refused));
+      ADD_FAILURE() << "accepted " << refused[0];
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("software.optimizer_state_dtype / master_params"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(CudaDriver, Bf16MomentsWithoutAMasterRunAndTheLossFalls) {
+  SKIP_WITHOUT_GPU();
+  Schedule s = tiny({"strategy.dtype=bf16", "software.grad_reduce_dtype=param", "software.separate_master_copy=false",
+                     "software.optimizer_state_dtype=param", "software.master_params=none"});
+  CudaDriver driver(s, 0);
+  Runtime rt(s, 0, driver, ExecOptions());
+  const std::vector<double> loss = cuda_losses(s, 5, rt);
+  EXPECT_NEAR(loss[0], std::log(256.0), 0.1);
+  EXPECT_LT(loss.back(), loss.front() - 0.05);
+}
+
 TEST(CudaDriver, AllocatorPeakIsThePlannersWithinOnePercent) {
   SKIP_WITHOUT_GPU();
   for (const char* recompute : {"none", "full"}) {

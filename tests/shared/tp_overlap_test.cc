@@ -4,6 +4,7 @@
 // programs each rank generates and through Schedule::peer_for from the class representative's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -143,6 +144,71 @@ TEST(TpCommOverlap, FullRecomputeRepeatsTheForwardExchanges) {
     }
   EXPECT_EQ(sends.size(), size_t(10 * (t - 1) * 4 * 4));
   for (const Exchange& e : sends) EXPECT_EQ(e.m.peer, 0);  // rank 1's next on the ring {0, 1}
+}
+
+// The chunk GEMMs carry the compute streams Transformer Engine spreads them over, min(3, tp), in
+// dims[3] (a cost hint for the simulator); every other GEMM carries 0.
+TEST(TpCommOverlap, ChunkGemmsCarryTheirComputeStreams) {
+  // Per layer and micro-batch: t chunks for each of the forward's qkv, o, fc1 and fc2 GEMMs and
+  // the backward's fc2 and o dgrads: 6t, over 4 layers and 4 micro-batches; each chunk has
+  // n_local = 2 * 32 / t rows.
+  for (const int t : {2, 4}) {
+    SCOPED_TRACE("tp " + std::to_string(t));
+    const Schedule s(testing::tiny(overlap_sets(t, t)));
+    const int64_t streams = std::min(3, t), rows = 2 * 32 / t;
+    int chunks = 0;
+    for (const Task& task : s.program(t - 1).tasks) {
+      const auto* c = std::get_if<Compute>(&task.op);
+      if (c == nullptr || c->kernel != Kernel::kGemm) continue;
+      if (c->dims[3] == 0) continue;
+      EXPECT_EQ(c->dims[3], streams) << "task " << task.id;
+      EXPECT_EQ(c->dims[0], rows) << "task " << task.id;
+      ++chunks;
+    }
+    EXPECT_EQ(chunks, 6 * t * 4 * 4);
+  }
+  const Schedule plain(testing::tiny({"cluster.gpus=4", "strategy.tp=4", "strategy.sp_mode=megatron"}));
+  for (const Task& task : plain.program(1).tasks) {
+    const auto* c = std::get_if<Compute>(&task.op);
+    if (c != nullptr && c->kernel == Kernel::kGemm) {
+      EXPECT_EQ(c->dims[3], 0) << "task " << task.id;
+    }
+  }
+}
+
+// The column-parallel backward's reduce-scatter of the input gradient runs under the weight-gradient
+// GEMM (Megatron-LM: async _reduce_scatter_base, the wgrad, then handle.wait(); shared/step_state.cc
+// cites the lines): no compute-stream task from the reduce-scatter up to that GEMM waits for it, so
+// the in-order compute stream is not held. With and without the TP overlap (both run this backward).
+TEST(TpCommOverlap, DgradReduceScatterRunsUnderTheWgrad) {
+  for (const bool overlap : {false, true}) {
+    SCOPED_TRACE(overlap ? "tp_comm_overlap" : "plain megatron sp");
+    const Schedule s(testing::tiny({"cluster.gpus=4", "strategy.tp=4", "strategy.sp_mode=megatron",
+                                    std::string("software.tp_comm_overlap=") + (overlap ? "true" : "false")}));
+    const Program p = s.program(2);
+    int checked = 0;
+    for (size_t i = 0; i < p.tasks.size(); ++i) {
+      const auto* rs = std::get_if<Collective>(&p.tasks[i].op);
+      if (rs == nullptr || rs->op != CollectiveOp::kReduceScatter || rs->phase != Phase::kBackward) continue;
+      if (rs->layer < 0) continue;
+      // The next weight-gradient GEMM (kTransA) of the same layer and micro-batch.
+      size_t w = i + 1;
+      for (; w < p.tasks.size(); ++w) {
+        const auto* c = std::get_if<Compute>(&p.tasks[w].op);
+        if (c && c->kernel == Kernel::kGemm && (c->flags & kTransA) && c->layer == rs->layer &&
+            c->microbatch == rs->microbatch)
+          break;
+      }
+      ASSERT_LT(w, p.tasks.size()) << "task " << i;
+      for (size_t j = i + 1; j <= w; ++j) {
+        if (p.tasks[j].stream != Stream::kCompute) continue;
+        for (TaskId d : p.tasks[j].deps) EXPECT_NE(d, TaskId(i)) << "compute task " << j << " waits for reduce-scatter " << i;
+      }
+      ++checked;
+    }
+    // Two column-parallel backwards (qkv, fc1) per layer and micro-batch: 4 layers x 4 micro-batches.
+    EXPECT_EQ(checked, 2 * 4 * 4);
+  }
 }
 
 TEST(TpCommOverlap, NoRingStreamsWithoutTheOverlap) {

@@ -30,6 +30,41 @@ TEST(ComputeCostModel, LargeGemmIsComputeBound) {
   EXPECT_NEAR(model.time_s(g), want, 1e-9 * want);
 }
 
+// A chunk of Transformer Engine's ring-exchange overlap (shared/tp_overlap.cc): dims[3] = the
+// compute streams its chunks go round-robin on (min(3, tp)). The 32B Megatron-Core row's
+// attention-projection dgrad chunk at tp 8: 512 x 896 x 7168 (n_local rows of 4096 / 8).
+TEST(ComputeCostModel, ChunkGemmsOnSeveralStreamsShareTheWaves) {
+  ClusterSpec c = test_cluster(1);
+  c.gpu_name = "NVIDIA H100 80GB HBM3";
+  c.peak_fp16_tflops = c.peak_bf16_tflops = 989.4;
+  c.hbm_bandwidth_gbps = 3350;
+  c.kernel_launch_us = 4;
+  const ComputeCostModel model(c, KernelEfficiency{}, true);
+  Compute g;
+  g.kernel = Kernel::kGemm;
+  g.dtype = DType::kBf16;
+  g.dims = {512, 896, 7168, 0, 0, 0};
+  // Hopper: max_efficiency 0.89, k_half = 0.867 * 989.4e12 / 3350e9 = 256.06; k-term
+  // 7168 / (7168 + 256.06).
+  const double kterm = 7168.0 / (7168.0 + 0.867 * 989.4e12 / 3350e9);
+  const double flops = 2.0 * 512 * 896 * 7168;
+  // Alone: 4 x 7 = 28 tiles of 128x128, one wave of 132 SMs: 28 / 132 busy.
+  const double alone = flops / (989.4e12 * 0.89 * (28.0 / 132) * kterm) + 4e-6;
+  EXPECT_NEAR(model.time_s(g), alone, 1e-9 * alone);
+  // Three in flight: 84 tiles in one wave, 84 / 132 busy; three chunks take one such wave (and
+  // one launch latency), each chunk a third of it.
+  g.dims[3] = 3;
+  const double shared = (3.0 * flops / (989.4e12 * 0.89 * (84.0 / 132) * kterm) + 4e-6) / 3.0;
+  EXPECT_NEAR(model.time_s(g), shared, 1e-9 * shared);
+  EXPECT_LT(model.time_s(g), 0.4 * alone);
+  // A chunk that fills whole waves alone gains nothing but the shared launch latency: 4096 x
+  // 4224 x 4096 is 32 x 33 = 1056 tiles = 8 waves of 132 exactly.
+  g.dims = {4096, 4224, 4096, 0, 0, 0};
+  const double whole = model.time_s(g);
+  g.dims[3] = 3;
+  EXPECT_NEAR(model.time_s(g), whole - 4e-6 + 4e-6 / 3, 1e-9 * whole);
+}
+
 TEST(ComputeCostModel, VectorKernelIsMemoryBound) {
   ClusterSpec c = test_cluster(1);
   KernelEfficiency e;
