@@ -107,7 +107,8 @@ enum class Kernel : uint8_t {
   kLayerNormBwd,       // dims {rows, cols}      in {dy, x, gamma, mean, rstd} out {dx, dgamma+=, dbeta+=}
   kRmsNorm,            // dims {rows, cols}      in {x, gamma}        out {y, rstd}
   kRmsNormBwd,         // dims {rows, cols}      in {dy, x, gamma, rstd} out {dx, dgamma+=}
-  kGemm,               // dims {m, n, k}, flags  in {A, B}            out {C}: C (+)= op(A) op(B)
+  kGemm,               // dims {m, n, k[, streams]}, flags  in {A, B}  out {C}: C (+)= op(A) op(B);
+                       // streams > 1: a cost hint, chunks issued round-robin on that many streams
   kAttention,          // dims {batch, seq, heads, kv_heads, head_dim} in {qkv}
                        //   out {ctx, lse} (+ {probs} unless flash) (+ {mask, dropped} with dropout)
   kAttentionBwd,       // same dims   in {qkv, ctx, dctx, lse (, probs...)} out {dqkv}
