@@ -177,7 +177,7 @@ BufferId StepState::gather_seq(BufferId shard, int layer, int mb, Phase ph, cons
   return full;
 }
 
-BufferId StepState::reduce_partial(BufferId partial, int layer, int mb, Phase ph, const char* what) {
+BufferId StepState::reduce_partial(BufferId partial, int layer, int mb, Phase ph, const char* what, bool keep_partial) {
   const int64_t bytes = dims.n * dims.hidden * dtype_bytes(dims.dtype);
   if (!dims.seq_parallel) {
     tp_collective(CollectiveOp::kAllReduce, partial, partial, bytes, ph, layer, mb, ReduceOp::kSum, dims.dtype);
@@ -185,13 +185,10 @@ BufferId StepState::reduce_partial(BufferId partial, int layer, int mb, Phase ph
   }
   BufferId shard = allocate(what, layer, mb, dims.n_local * dims.hidden, dims.dtype);
   tp_collective(CollectiveOp::kReduceScatter, partial, shard, bytes, ph, layer, mb, ReduceOp::kSum, dims.dtype);
-  // Freed on the stream that reads it last: a free on the compute stream would hold every later
-  // kernel until the reduce-scatter ends, where the frameworks run the column-parallel backward's
-  // weight-gradient GEMM under it (Megatron-LM's async _reduce_scatter_base, then the wgrad, then
-  // handle.wait(): megatron/mpu/layers.py:287-295 at 02bb1f5c86fc8c36d4a96a2b7ebcf63d53219369, the
-  // commit that added sequence parallelism; megatron/core/tensor_parallel/layers.py:484-485, 526,
-  // 529-530 at core_r0.8.0 baf94af3c667248865f23df73b9fb8e2395e6fd0).
-  release(partial, Stream::kComm);
+  // Not freed here when the caller runs more work under the reduce-scatter (keep_partial): see
+  // column_parallel_backward. Otherwise the next kernel reads the shard, so the compute stream
+  // waits for the reduce-scatter either way.
+  if (!keep_partial) release(partial);
   return shard;
 }
 
@@ -201,8 +198,17 @@ BufferId StepState::column_parallel_backward(int layer, int mb, BufferId dy, Buf
   BufferId X = dims.seq_parallel ? gather_seq(x, layer, mb, Phase::kBackward, gathered) : x;
   BufferId dx = allocate(dx_name, layer, mb, dims.n * dims.hidden, dims.dtype);
   linear_dgrad(layer, mb, dy, w, dx, dims.n, out, dims.hidden);
-  dx = reduce_partial(dx, layer, mb, Phase::kBackward, dx_shard_name);
+  // Megatron-SP runs the weight-gradient GEMM under the dgrad's reduce-scatter and waits for it
+  // after (Megatron-LM's async _reduce_scatter_base, the wgrad, then handle.wait():
+  // megatron/mpu/layers.py:287-295 at 02bb1f5c86fc8c36d4a96a2b7ebcf63d53219369, the commit that
+  // added sequence parallelism; megatron/core/tensor_parallel/layers.py:484-485, 526, 529-530 at
+  // core_r0.8.0 baf94af3c667248865f23df73b9fb8e2395e6fd0): the full partial is freed on the
+  // compute stream after the wgrad, which is that wait, and the program-order walk holds it
+  // through the wgrad as the framework does (shared/memory_order.h: the plan stays an upper bound).
+  const BufferId partial = dx;
+  dx = reduce_partial(partial, layer, mb, Phase::kBackward, dx_shard_name, /*keep_partial=*/true);
   linear_wgrad(layer, mb, dy, X, dw, dims.n, out, dims.hidden);
+  if (dx != partial) release(partial);
   if (X != x) release(X);
   return dx;
 }

@@ -167,8 +167,9 @@ class StepState {
   // Megatron-SP: gather a sequence shard [n_local, h] to [n, h] (a comm buffer the caller frees).
   BufferId gather_seq(BufferId shard, int layer, int mb, Phase ph, const char* what);
   // Reduce a partial [n, h] over the tensor group: all-reduce in place, or reduce-scatter to a new
-  // [n_local, h] shard (freeing the partial). Returns the reduced buffer.
-  BufferId reduce_partial(BufferId partial, int layer, int mb, Phase ph, const char* what);
+  // [n_local, h] shard (freeing the partial, unless keep_partial: then the caller frees it after
+  // the work it runs under the reduce-scatter). Returns the reduced buffer.
+  BufferId reduce_partial(BufferId partial, int layer, int mb, Phase ph, const char* what, bool keep_partial = false);
   // Megatron-LM's column-parallel backward (LinearWithGradAccumulationAndAsyncCommunication) for
   // Y [n, out] = gather(x) W^T: the input's all-gather runs under the dgrad GEMM, the dgrad's
   // reduction under the wgrad GEMM. Returns dx, reduced (a sequence shard under Megatron-SP),

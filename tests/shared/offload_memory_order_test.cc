@@ -92,6 +92,29 @@ TEST(OffloadMemoryOrder, ThePlanBoundsEveryExecution) {
   }
 }
 
+TEST(OffloadMemoryOrder, TensorAndSequenceParallelProgramsToo) {
+  // Megatron-SP's column-parallel backward runs the weight-gradient GEMM under the dgrad's
+  // reduce-scatter and waits for it after (shared/step_state.cc): its full-size partial is freed
+  // on the compute stream after the wgrad. Freed on the comm stream instead (session 9's first
+  // take), the next Alloc on the compute stream could run before that free: the walk under-counted
+  // one partial buffer (the check found "m0.x_embed on comm" before "L0.m0.y1").
+  const std::vector<std::vector<std::string>> configs = {
+      {"cluster.gpus=2", "strategy.tp=2"},
+      {"cluster.gpus=2", "strategy.tp=2", "strategy.sp_mode=megatron"},
+      {"cluster.gpus=4", "strategy.tp=2", "strategy.sp_mode=megatron", "strategy.pp=2"},
+      {"cluster.gpus=4", "strategy.tp=2", "strategy.sp_mode=megatron", "strategy.zero_stage=1"},
+  };
+  for (const std::vector<std::string>& sets : configs) {
+    const Schedule s(testing::tiny(sets));
+    for (int r = 0; r < s.world_size(); ++r) {
+      const Program p = s.program(r);
+      const auto u = first_unordered_free(p, Placement::kDevice);
+      EXPECT_FALSE(u.has_value()) << join(sets) << "rank " << r << ": " << describe(p, u->free) << " may run after "
+                                  << describe(p, u->alloc);
+    }
+  }
+}
+
 TEST(OffloadMemoryOrder, TwoChunksInFlightAtThePeak) {
   // Auto under 0.003 GiB, ZeRO-3 over 2 ranks (the host run's dp2_zero3_offload_auto_hbm,
   // tests/exec/run_test.cc). Chunks of 49 408 fp32 elements (197 632 bytes, shards of half that;
