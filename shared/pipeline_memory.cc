@@ -7,6 +7,7 @@
 #include "shared/rank_grid.h"
 #include "shared/reference_executor.h"
 #include "shared/roofline_cost.h"
+#include "shared/worst_case_peak.h"
 
 namespace tandem {
 namespace {
@@ -105,19 +106,19 @@ std::vector<MemoryProfile> pipeline_memory_profiles(const Schedule& s, int rank,
 PeakRange pipeline_peak_range(const Schedule& s, int rank) {
   const int stage = s.grid().coord(rank).pp;
   const TaskCost roofline = roofline_cost(s);
-  // One slowed task must outlast the other ranks' whole step: a compute task costs at least the
-  // cluster's kernel launch (microseconds: x1e9 is a quarter of an hour and more), a transfer its
-  // link latency, longer than any step of the rest.
+  // The rank's own tasks slowed so far that one of them outlasts the peers' whole step: a compute
+  // task costs at least the cluster's kernel launch (microseconds: x1e9 is a quarter of an hour
+  // and more), a transfer its link latency, longer than any step of the rest.
   constexpr double kSlower = 1e9;
-  auto paced = [&](bool slow_self) -> TaskCost {
-    return [&roofline, rank, slow_self](int r, const Program& p, const Task& t) {
-      const double time = roofline(r, p, t);
-      return (r == rank) == slow_self ? time * kSlower : time;
-    };
+  const TaskCost self_slow = [&roofline, rank](int r, const Program& p, const Task& t) {
+    const double time = roofline(r, p, t);
+    return r == rank ? time * kSlower : time;
   };
   PeakRange range;
-  range.least_bytes = walk(s, rank, paced(true), {}).at(stage).peak_device_bytes;
-  range.most_bytes = walk(s, rank, paced(false), {}).at(stage).peak_device_bytes;
+  range.least_bytes = walk(s, rank, self_slow, {}).at(stage).peak_device_bytes;
+  std::vector<Program> programs;
+  for (int r : pipeline_ranks(s, rank)) programs.push_back(s.program(r));
+  range.most_bytes = worst_case_device_peak(s, programs, rank);
   return range;
 }
 

@@ -46,12 +46,12 @@ std::vector<MemoryProfile> pipeline_memory_profiles(const Schedule& schedule, in
 // paces (a stage delayed by the operating system, a slower link), and with them how long a sent
 // buffer waits for the peer's receive. The range of `rank`'s device peak over paces:
 //  - least: its pipeline peers run arbitrarily early (every receive is posted before it is needed,
-//    so a sent buffer is freed right after its send);
-//  - most: they run arbitrarily late (a sent buffer lives until the peer's own compute reaches the
-//    receive).
-// Each end is the walk above with the peers' task times (least: the rank's own) scaled so far up
-// that one task of theirs outlasts the rank's whole step. Without pipeline messages both ends are
-// the planner's figure.
+//    so a sent buffer is freed right after its send): the walk above with the rank's own task
+//    times scaled so far up that one task of its outlasts the peers' whole step;
+//  - most: the worst of every execution the runtime may take, any rank or stream stopped for any
+//    time (shared/worst_case_peak.h: the peers' receives posted late, the rank's sent buffers freed
+//    as late as its streams allow, its receive buffers allocated as early).
+// Without pipeline messages both ends are the planner's figure.
 struct PeakRange {
   int64_t least_bytes = 0;
   int64_t most_bytes = 0;
