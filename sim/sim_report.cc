@@ -27,7 +27,7 @@ std::string approximation_note(const SimResult& r) {
   return "lanes of a folded state parted " + std::to_string(r.parted_meetings) +
          " times (an op whose flows are not symmetric under the replica moves, NCCL's double binary tree, met other "
          "traffic) and the run was kept: each orbit of flows moved at its representative's rate and every lane took "
-         "its state's lane-0 timeline, over " + format_number("%.6f", r.parted_window_s) +
+         "its state's lane-0 timeline, over " + format_number("%.4g", r.parted_window_s) +
          " s of simulated time in all (the error's bound, docs/sim.md \"Approximate tier\"); without --approximate "
          "the run is repeated less folded and is exact";
 }
