@@ -151,7 +151,7 @@ void FlowLauncher::start_phase(uint32_t op, double now) {
   o.shadows.clear();
   result_.flows += p.flows.size();
   if (try_alone(op, now)) return;
-  if (o.asymmetric) claim_asymmetric(op);
+  if (o.asymmetric) claim_asymmetric(op, now);
   if (o.quotient) return start_represented(op, now, false);
   uint32_t slot = 0;
   for (const Flow& f : p.flows) {
@@ -166,6 +166,10 @@ void FlowLauncher::start_phase(uint32_t op, double now) {
 
 void FlowLauncher::phase_flows_done(uint32_t op, double now) {
   NetOp& o = ops_[op];
+  if (o.parted_since >= 0) {
+    result_.parted_window_s += now - o.parted_since;
+    o.parted_since = -1;
+  }
   if (o.kind == NetOp::kCopy) {
     const double latency = schedule_.scenario().cluster.pcie_latency_us * 1e-6;
     return timers_.net_op_done(now + latency, op);
@@ -220,11 +224,15 @@ void FlowLauncher::flow_done(size_t index, double now) {
         continue;
       }
       if (c->test()) {
-        if (c->get_finish_time() != t) result_.fold_exact = false;
+        if (c->get_finish_time() != t) {
+          result_.fold_exact = false;
+          mark_parted(op, now - (t - c->get_finish_time()));
+        }
         --o.outstanding;
         release(l);
       } else {
         result_.fold_exact = false;
+        mark_parted(op, now);
         add_flow(std::move(c), op, slot | kLateFlow, l);
       }
       c = nullptr;
@@ -242,10 +250,10 @@ sg::CommPtr FlowLauncher::start_flow(const Flow& f, uint64_t bytes, bool shadow)
     // Not simulated (FoldPlanner::choose_flow_quotient): its representative, a flow of a lane
     // whose tp coordinate is below the stride, is in SimGrid. The quotient needs both ends in
     // the same class; a flow that is not marks the run inexact (simulate() reruns it unfolded).
-    if (layout_.simulated(f.dst)) result_.fold_exact = false;
+    if (layout_.simulated(f.dst)) result_.fold_exact = false, result_.fold_broken = true;
     return nullptr;
   }
-  if (shadow && layout_.quotient_stride() && !layout_.simulated(f.dst)) result_.fold_exact = false;
+  if (shadow && layout_.quotient_stride() && !layout_.simulated(f.dst)) result_.fold_exact = false, result_.fold_broken = true;
   sg::Host *a, *b;
   if (platform_.same_node(f.src, f.dst)) a = platform_.nvl(f.src), b = platform_.nvl(f.dst);
   else a = platform_.nic_of(f.src), b = platform_.nic_of(f.dst);
@@ -278,7 +286,7 @@ void FlowLauncher::unclaim(uint32_t op) {
 void FlowLauncher::occupy(const Links& l, double now, uint32_t op) {
   if (l.up == kUntracked || link_flows_.empty()) return;
   for (uint32_t id : {l.up, l.down}) {
-    if (link_asym_[id] != kNone && link_asym_[id] != op) lane_quotient_parts();
+    if (link_asym_[id] != kNone && link_asym_[id] != op) lane_quotient_parts(link_asym_[id], now);
     if (link_alone_[id] != kNone) materialize(link_alone_[id], now);
     ++link_flows_[id];
   }
@@ -346,7 +354,7 @@ void FlowLauncher::materialize(uint32_t op, double now) {
   if (now >= o.alone_end) return;  // its timer is due now and ends the phase: nothing left to share
   o.alone = false;
   o.outstanding = 0;
-  if (o.asymmetric) lane_quotient_parts();
+  if (o.asymmetric) lane_quotient_parts(op, now);
   if (o.quotient) return start_represented(op, now, true);
   uint32_t slot = 0;
   for (const Flow& f : p.flows) {
@@ -377,18 +385,25 @@ namespace tandem::sim {
 // of its links, or its links are not free when it starts (claim_asymmetric, occupy), the flows in
 // flight are no longer invariant: neither the quotient nor the fold is provably exact, and
 // simulate() runs it again without the lane quotient.
-void FlowLauncher::lane_quotient_parts() {
+void FlowLauncher::lane_quotient_parts(uint32_t asymmetric_op, double now) {
   result_.fold_exact = false;
   result_.lane_quotient_parted = true;
+  mark_parted(asymmetric_op, now);
 }
 
-void FlowLauncher::claim_asymmetric(uint32_t op) {
+void FlowLauncher::mark_parted(uint32_t op, double since) {
+  ++result_.parted_meetings;
+  NetOp& o = ops_[op];
+  if (o.parted_since < 0 || since < o.parted_since) o.parted_since = since;
+}
+
+void FlowLauncher::claim_asymmetric(uint32_t op, double now) {
   const CommPhase& p = ops_[op].plan->phases[ops_[op].phase];
   for (const Flow& f : p.flows) {
     const Links l = links_of(f);
     for (uint32_t id : {l.up, l.down}) {
       if (link_flows_[id] || link_alone_[id] != kNone || (link_asym_[id] != kNone && link_asym_[id] != op))
-        lane_quotient_parts();
+        lane_quotient_parts(op, now);
       link_asym_[id] = op;
     }
   }

@@ -68,8 +68,10 @@ class FlowLauncher {
   // Lane quotient: the phase's orbit representatives as SimGrid flows (`now` < 0: at its start,
   // claiming every flow's links; else materializing an alone phase at `now`).
   void start_represented(uint32_t op, double now, bool materializing);
-  void lane_quotient_parts();
-  void claim_asymmetric(uint32_t op);
+  void lane_quotient_parts(uint32_t asymmetric_op, double now);
+  // Lanes of `op`'s phase parted at `since`: counted, and its window opened (SimResult).
+  void mark_parted(uint32_t op, double since);
+  void claim_asymmetric(uint32_t op, double now);
   struct CollectiveEntry;
   // The tuning, plan (every lane's flows) and closed-form time of a collective of `group`, cached.
   CollectiveEntry& entry_for(GroupId group, const Collective& c, uint32_t lanes);

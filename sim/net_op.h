@@ -56,6 +56,9 @@ struct NetOp {
   // `alone_since`; `alone_end` is the last one's end; `generation` tells a stale timer.
   bool alone = false;
   double alone_since = 0, alone_end = 0;
+  // Lanes parted in this phase (an asymmetric op met other traffic, or a lane's flow did not end
+  // with lane 0's) from this time on (-1: not); SimResult::parted_window_s sums to the phase's end.
+  double parted_since = -1;
   uint32_t generation = 0;
 };
 

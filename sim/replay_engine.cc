@@ -109,9 +109,11 @@ void ReplayEngine::run_loop() {
   std::vector<sg::CommPtr>& active = flows_->flows();
   // A folded run in a forked child whose lanes part is run again by simulate() (less folded), so
   // it stops there: the rest of it would be thrown away.
+  // The approximate tier keeps it (SimOptions::approximate), unless a flow broke the fold itself.
   const bool stop_when_parted = options_.isolate && fold_ > 1;
+  const bool keep_parted = options_.approximate;
   while (true) {
-    if (stop_when_parted && !result_.fold_exact) {
+    if (stop_when_parted && !result_.fold_exact && (!keep_parted || result_.fold_broken)) {
       flows_->cancel_all();
       return;
     }

@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
       ("no-shortcuts", "simulate without closed forms, compute fusion, shared class programs, tensor-parallel or replica folding")
       ("no-flow-quotient", "put every lane's flows in SimGrid (the flow and lane quotients off; outputs are the same, docs/sim.md)")
       ("no-lane-quotient", "with grid folding, keep the tp-only flow quotient but not the lane quotient (outputs are the same, docs/sim.md)")
+      ("approximate", "keep a folded run whose lanes part (NCCL's tree over the replicas meeting other traffic) instead of rerunning it less folded: for 100k GPUs; the output says when it is approximate (docs/sim.md \"Approximate tier\")")
       ("scenario", po::value(&scenario_path), "scenario file");
   po::variables_map vm;
   if (auto stop = parse_scenario_command_line("tandem sim", argc, argv, opts, vm)) return *stop;
@@ -106,6 +107,7 @@ int main(int argc, char** argv) {
           o.fold_data_parallel = o.fold_flows = false;
     if (vm.count("no-flow-quotient")) o.fold_flows = false;
     if (vm.count("no-lane-quotient")) o.fold_lanes = false;
+    o.approximate = vm.count("approximate") > 0;
     ResourceLimit limit;
     if (vm.count("max-memory")) {
       if (!(max_memory_gib > 0)) throw Error("--max-memory: expected a positive size in GiB");

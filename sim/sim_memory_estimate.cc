@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <variant>
 
+#include "shared/rank_grid.h"
 #include "shared/resource_limit.h"
 
 namespace tandem::sim {
@@ -36,15 +37,57 @@ constexpr int64_t kRecordingPerEntry = 2 * 32;
 constexpr int64_t kRecordPerTask = 120;
 constexpr int64_t kTimelinePerEvent = 45 + 160;
 
-int expected_fold(const Schedule& schedule, const SimOptions& o) {
+// The fold sim/fold_planner.h will take where the options and the layout allow it (its per-program
+// checks aside: the estimate assumes they pass), and by how much the flow or lane quotient divides
+// the SimGrid flows of a symmetric op.
+struct ExpectedLayout {
+  int fold = 1;
+  bool grid = false;     // units are pipeline stages, lanes every replica's tp lanes
+  bool replica = false;  // pure data parallelism: one unit
+  int gpus_per_nic = 1;  // k
+  int lane_stride = 0;   // the lane quotient's s (0: not taken)
+};
+
+// Platform::private_routes: no leaf switches (a non-blocking fabric, or every node under one leaf).
+bool private_routes(const ClusterSpec& c, const SimOptions& o, int world) {
+  const int gpn = std::max(1, c.gpus_per_node), nics = std::max(1, c.nics_per_node);
+  const int nodes = (world + gpn - 1) / gpn;
+  int per_leaf = o.fabric.nodes_per_leaf;
+  if (per_leaf <= 0) per_leaf = c.inter_node_topology == Topology::kRailOptimized ? 32 : std::max(1, 32 / nics);
+  return !(c.oversubscription > 1.0 && nodes > per_leaf);
+}
+
+ExpectedLayout expected_layout(const Schedule& schedule, const SimOptions& o) {
   const StrategySpec& s = schedule.scenario().strategy;
-  // Replica folding: a pure data-parallel schedule is one state (FoldPlanner::choose_replica_fold).
-  if (o.fold_data_parallel && o.closed_form_uncontended && o.share_class_programs && s.tp == 1 && s.pp == 1 &&
-      s.sp == 1 && schedule.world_size() > 1)
-    return schedule.world_size();
-  const bool may_fold = o.fold_tensor_parallel && o.closed_form_uncontended && o.share_class_programs &&
-                        !schedule.scenario().software.tp_comm_overlap && s.tp > 1 && s.tp <= schedule.scenario().cluster.gpus_per_node;
-  return may_fold ? s.tp : 1;
+  const ClusterSpec& c = schedule.scenario().cluster;
+  const int n = schedule.world_size(), gpn = std::max(1, c.gpus_per_node), nics = std::max(1, c.nics_per_node);
+  ExpectedLayout e;
+  e.gpus_per_nic = nics >= gpn ? 1 : gpn / nics;
+  const bool base = o.closed_form_uncontended && o.share_class_programs;
+  const bool nic_ok = nics >= gpn || (gpn % nics == 0 && (s.tp % e.gpus_per_nic == 0 || e.gpus_per_nic % s.tp == 0));
+  const bool priv = private_routes(c, o, n);
+  // Replica folding (FoldPlanner::choose_replica_fold).
+  if (base && o.fold_data_parallel && s.tp == 1 && s.pp == 1 && s.sp == 1 && n > 1) {
+    e.fold = n;
+    e.replica = true;
+    return e;
+  }
+  // Grid folding (FoldPlanner::choose_grid_fold): dp x tp lanes per pipeline stage.
+  if (base && o.fold_data_parallel && (s.tp == 1 || o.fold_tensor_parallel) && s.sp == 1 && s.dp > 1 &&
+      (s.tp > 1 || s.pp > 1) && priv && gpn % s.tp == 0 && (s.pp * s.tp) % gpn == 0 && nic_ok) {
+    e.fold = s.dp * s.tp;
+    e.grid = true;
+    // The lane quotient (FoldPlanner::choose_lane_quotient): stride k, or tp where tp divides k.
+    const int k = e.gpus_per_nic;
+    const int stride = s.tp % k == 0 ? k : (k % s.tp == 0 ? s.tp : 0);
+    if (o.fold_flows && o.fold_lanes && stride > 0 && e.fold / stride > 1) e.lane_stride = stride;
+    return e;
+  }
+  // Tensor-parallel folding (FoldPlanner::choose_fold).
+  if (base && o.fold_tensor_parallel && !schedule.scenario().software.tp_comm_overlap && s.tp > 1 && s.sp == 1 &&
+      gpn % s.tp == 0 && nic_ok)
+    e.fold = s.tp;
+  return e;
 }
 
 }  // namespace
@@ -52,9 +95,12 @@ int expected_fold(const Schedule& schedule, const SimOptions& o) {
 SimWork count_sim_work(const Schedule& schedule, const SimOptions& options) {
   SimWork w;
   w.world = schedule.world_size();
-  w.fold = expected_fold(schedule, options);
+  const ExpectedLayout e = expected_layout(schedule, options);
+  w.fold = e.fold;
   w.units = w.world / w.fold;
   const int gpn = std::max(1, schedule.scenario().cluster.gpus_per_node);
+  const RankGrid& grid = schedule.grid();
+  bool copies = false;
   for (const RankClass& c : schedule.rank_classes()) {
     int64_t tasks = 0, allocs = 0, buffers = 0;
     double squares = 0;
@@ -64,11 +110,25 @@ SimWork count_sim_work(const Schedule& schedule, const SimOptions& options) {
       buffers = int64_t(p.buffers.size());
       for (const Task& t : p.tasks) {
         allocs += std::holds_alternative<Alloc>(t.op) || std::holds_alternative<Free>(t.op);
+        copies = copies || std::holds_alternative<Copy>(t.op);
         if (const auto* coll = std::get_if<Collective>(&t.op)) {
           const std::vector<int>& ranks = schedule.group(coll->group).ranks;
           const auto [lo, hi] = std::minmax_element(ranks.begin(), ranks.end());
           const bool spans_nodes = !ranks.empty() && *lo / gpn != *hi / gpn;
-          if (spans_nodes) squares += double(ranks.size());
+          if (!spans_nodes) continue;
+          // Folded, one state's collective launches the flows of every lane's group at once
+          // (FlowLauncher: op_lanes): the group's siblings inside the unit (fold / n of them), or
+          // one per lane for a group across units. Per member that is n x lanes (see SimWork).
+          double lanes = 1;
+          if (e.fold > 1) {
+            bool internal = e.replica;
+            if (e.grid) {
+              internal = true;
+              for (int r : ranks) internal = internal && grid.coord(r).pp == grid.coord(ranks.front()).pp;
+            }
+            lanes = internal ? double(e.fold) / double(ranks.size()) : double(e.fold);
+          }
+          squares += double(ranks.size()) * lanes;
         }
       }
     }
@@ -81,6 +141,19 @@ SimWork count_sim_work(const Schedule& schedule, const SimOptions& options) {
     w.rank_entries =
         checked_add(w.rank_entries, checked_mul(members, tasks + allocs, "memory estimate"), "memory estimate");
   }
+  // The quotients (FoldPlanner::choose_lane_quotient, choose_flow_quotient) put 1/q of a symmetric
+  // op's flows in SimGrid: the square term by q^2. Refused where copies cross a link several GPUs
+  // share (a PCIe switch uplink, host memory).
+  const ClusterSpec& cl = schedule.scenario().cluster;
+  const bool shared_host_links = copies && (cl.gpus_per_pcie_switch > 1 || cl.host_memory_bandwidth_gbps > 0);
+  const int tp = schedule.scenario().strategy.tp, k = e.gpus_per_nic;
+  if (!shared_host_links && e.lane_stride > 0) {
+    w.flow_quotient = e.fold / e.lane_stride;
+  } else if (!shared_host_links && options.fold_flows && (e.grid || e.fold == tp) && tp > 1 && tp % k == 0 && k < tp &&
+             private_routes(cl, options, schedule.world_size())) {
+    w.flow_quotient = tp / k;
+  }
+  w.collective_square /= double(w.flow_quotient) * double(w.flow_quotient);
   return w;
 }
 

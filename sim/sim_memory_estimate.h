@@ -14,16 +14,24 @@ namespace tandem::sim {
 // What a simulation will hold and replay, counted from one program per rank class.
 struct SimWork {
   int64_t world = 0;         // ranks (GPUs) on the platform
-  int fold = 1;              // ranks replayed as one unit when tp or replica folding is expected
+  int fold = 1;              // ranks replayed as one unit: the tp, replica or grid folding expected
   int64_t units = 0;         // replayed states: world / fold
+  // The flow or lane quotient expected: a symmetric op's SimGrid flows are 1/flow_quotient of its
+  // flows (1: none).
+  int flow_quotient = 1;
   int64_t class_tasks = 0;   // tasks of the class programs, each generated once
   int64_t max_tasks = 0;     // tasks of the largest program
   int64_t max_buffers = 0;   // buffers of the largest program
   int64_t rank_tasks = 0;    // tasks of every rank's program
   int64_t rank_entries = 0;  // tasks plus Alloc/Free samples of every rank's program
   // Sum over the collectives every rank takes part in, of groups that span nodes, of the group's
-  // size: over each collective's group instances, n^2. The replay's cost of such a collective
-  // grows about as the square of its group's size (measured, sim/sim_time_estimate.cc).
+  // size n times the lanes whose flows one launch carries (1 unfolded), divided by flow_quotient^2:
+  // unfolded, over each collective's group instances, n^2. The replay's cost of a launch grows
+  // about as the square of the SimGrid flows in flight, (lanes x n / q)^2, and a group's instances
+  // make instances / lanes launches (measured, sim/sim_time_estimate.cc). The estimate assumes
+  // plans symmetric under the fold's moves: an asymmetric one (NCCL's tree over the replicas,
+  // docs/sim.md "Lane quotient") keeps more flows, and where it parts the lanes the exact path runs
+  // again less folded, which this does not count.
   double collective_square = 0;
   int64_t replayed_tasks() const { return rank_tasks / fold; }
 };

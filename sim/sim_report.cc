@@ -23,6 +23,15 @@ Breakdown breakdown_of(const SimResult& r, int rank) {
   return b;
 }
 
+std::string approximation_note(const SimResult& r) {
+  return "lanes of a folded state parted " + std::to_string(r.parted_meetings) +
+         " times (an op whose flows are not symmetric under the replica moves, NCCL's double binary tree, met other "
+         "traffic) and the run was kept: each orbit of flows moved at its representative's rate and every lane took "
+         "its state's lane-0 timeline, over " + format_number("%.4g", r.parted_window_s) +
+         " s of simulated time in all (the error's bound, docs/sim.md \"Approximate tier\"); without --approximate "
+         "the run is repeated less folded and is exact";
+}
+
 void write_summary(std::ostream& out, const Schedule& schedule, const SimResult& r) {
   const Scenario& sc = schedule.scenario();
   const StrategySpec& st = sc.strategy;
@@ -49,7 +58,8 @@ void write_summary(std::ostream& out, const Schedule& schedule, const SimResult&
     return;
   }
   const double t = r.iteration_time_s;
-  out << "iteration time         " << format_number("%.6f", t) << " s\n";
+  if (r.approximate) out << "APPROXIMATE (--approximate): " << approximation_note(r) << "\n";
+  out << "iteration time         " << format_number("%.6f", t) << " s" << (r.approximate ? " (approximate)" : "") << "\n";
   out << "  " << format_number("%.0f", 100 * kIntervalCoverage) << " % interval         [" << format_number("%.6f", r.iteration_time_low_s)
       << ", " << format_number("%.6f", r.iteration_time_high_s) << "] s  (" << format_number("%+.1f", 100 * (r.iteration_time_low_s / t - 1))
       << " %, " << format_number("%+.1f", 100 * (r.iteration_time_high_s / t - 1))
@@ -105,6 +115,14 @@ void write_json(std::ostream& out, const Schedule& schedule, const SimResult& r)
   j.begin_object();
   j.key("scenario").string(sc.name).key("world_size").integer(schedule.world_size());
   num("iteration_time_s", r.iteration_time_s);
+  // Present only when the result is approximate: an exact result's JSON is the same with or
+  // without --approximate.
+  if (r.approximate) {
+    j.key("approximate").begin_object().key("what").string(approximation_note(r));
+    j.key("partings").integer(r.parted_meetings);
+    num("parted_window_s", r.parted_window_s);
+    j.end_object();
+  }
   j.key("iteration_time_interval_s").begin_array();
   j.number(r.iteration_time_low_s, 9).number(r.iteration_time_high_s, 9);
   j.end_array();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ostream>
+#include <string>
 
 #include "sim/simulation.h"
 
@@ -16,6 +17,9 @@ struct Breakdown {
   double compute_s = 0, exposed_comm_s = 0, bubble_s = 0, offload_s = 0;
 };
 Breakdown breakdown_of(const SimResult& r, int rank);
+
+// What an approximate result (SimResult::approximate) approximated, in a sentence.
+std::string approximation_note(const SimResult& r);
 
 void write_summary(std::ostream& out, const Schedule& schedule, const SimResult& r);
 void write_json(std::ostream& out, const Schedule& schedule, const SimResult& r);

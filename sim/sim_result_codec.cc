@@ -71,6 +71,10 @@ std::string encode_sim_result(const SimResult& r) {
   p.set_fold(r.fold);
   p.set_fold_exact(r.fold_exact);
   p.set_lane_quotient_parted(r.lane_quotient_parted);
+  p.set_approximate(r.approximate);
+  p.set_parted_meetings(r.parted_meetings);
+  p.set_parted_window_s(r.parted_window_s);
+  p.set_fold_broken(r.fold_broken);
   p.set_iteration_time_low_s(r.iteration_time_low_s);
   p.set_iteration_time_high_s(r.iteration_time_high_s);
   return p.SerializeAsString();
@@ -133,6 +137,10 @@ SimResult decode_sim_result(const std::string& bytes) {
   r.fold = p.fold();
   r.fold_exact = p.fold_exact();
   r.lane_quotient_parted = p.lane_quotient_parted();
+  r.approximate = p.approximate();
+  r.parted_meetings = p.parted_meetings();
+  r.parted_window_s = p.parted_window_s();
+  r.fold_broken = p.fold_broken();
   r.iteration_time_low_s = p.iteration_time_low_s();
   r.iteration_time_high_s = p.iteration_time_high_s();
   return r;

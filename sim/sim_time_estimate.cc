@@ -61,9 +61,11 @@ TimeEstimate estimate_time(const SimWork& w, const SimOptions& o) {
   t.seconds = kBase + kPerRank * double(w.world) + kPerClassTask * double(w.class_tasks) + per_task * replayed +
               kPerCollectiveSquare * w.collective_square;
   t.how = std::to_string(w.world) + " ranks, " + std::to_string(w.class_tasks) + " tasks in class programs, " +
-          std::to_string(w.units) + " replayed units of up to " + std::to_string(w.max_tasks) + " tasks: " +
+          std::to_string(w.units) + " replayed units (" + std::to_string(w.fold) + " ranks each) of up to " +
+          std::to_string(w.max_tasks) + " tasks: " +
           std::to_string(w.replayed_tasks()) + " tasks replayed, collectives of " + square(w.collective_square) +
-          " member^2";
+          " member^2" +
+          (w.flow_quotient > 1 ? " after the flow quotient 1/" + std::to_string(w.flow_quotient) : std::string());
   return t;
 }
 

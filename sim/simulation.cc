@@ -110,7 +110,9 @@ SimResult run_here(const Schedule& schedule, const SimOptions& options) {
                    [](const MemorySample& a, const MemorySample& b) { return a.rank < b.rank; });
   finalize_metrics(r, sc);  // before the trace, which carries the prediction interval
   // A folded run that was not exact is run again unfolded (simulate()), which writes the trace.
-  if (tracing && !r.oom && r.fold_exact) write_sim_trace(schedule, r, options.trace_path);
+  // So is one the approximate tier keeps (SimOptions::approximate) with its trace.
+  const bool kept = r.fold_exact || (options.approximate && !r.fold_broken && r.parted_meetings > 0);
+  if (tracing && !r.oom && kept) write_sim_trace(schedule, r, options.trace_path);
   if (options.record_tasks) expand_lanes(r.tasks, r.fold, r.lane0);
   else std::vector<TaskTiming>().swap(r.tasks);
   if (options.record_memory) expand_lanes(r.memory, r.fold, r.lane0);
@@ -120,9 +122,23 @@ SimResult run_here(const Schedule& schedule, const SimOptions& options) {
 
 }  // namespace
 
+// The approximate tier (SimOptions::approximate, docs/sim.md "Approximate tier"): a folded run
+// whose lanes parted only in time (an asymmetric op met other traffic; a lane's flow ended apart
+// from lane 0's) is kept, marked approximate; one whose flows broke the fold's structure is not.
+namespace {
+
+bool keep_approximate(SimResult& r, const SimOptions& options) {
+  if (!options.approximate || r.fold_exact || r.fold_broken || r.parted_meetings == 0) return false;
+  r.approximate = true;
+  return true;
+}
+
+}  // namespace
+
 SimResult simulate(const Schedule& schedule, const SimOptions& options) {
   if (!options.isolate) {
     SimResult r = run_here(schedule, options);
+    if (keep_approximate(r, options)) return r;
     // A folded replay that its own check found not provably exact is run again less folded
     // (below), which needs a fresh SimGrid: a second run in this process cannot be had.
     if (!r.fold_exact)
@@ -132,6 +148,7 @@ SimResult simulate(const Schedule& schedule, const SimOptions& options) {
     return r;
   }
   SimResult r = simulate_isolated(schedule, options);
+  if (keep_approximate(r, options)) return r;
   SimOptions less = options;
   if (!r.fold_exact && r.lane_quotient_parted) {
     // Under the lane quotient, a collective that is not symmetric under a replica move met other

@@ -57,6 +57,13 @@ struct SimOptions {
   // With grid folding and fold_flows: the lane quotient (docs/sim.md "Lane quotient"): of the
   // flows of all lanes of a unit only one per orbit of the replica and tp moves goes to SimGrid.
   bool fold_lanes = true;
+  // The approximate tier (docs/sim.md "Approximate tier"): a folded run whose lanes part (an
+  // asymmetric collective, NCCL's double binary tree over the replicas, met other traffic) is kept
+  // instead of being run again less folded: each orbit of flows moves at its representative's
+  // rate, and every lane's timeline is its unit's lane 0's. The result says so
+  // (SimResult::approximate) with the simulated time the approximation was in effect. Where no
+  // lane parts the result is the exact one, bit for bit.
+  bool approximate = false;
 
   // What to keep besides the summary.
   bool record_tasks = false;   // every task's start and end, per rank, in SimResult::tasks
@@ -147,6 +154,16 @@ struct SimResult {
   // Not exact because of the lane quotient: a collective whose flows are not whole orbits of the
   // lanes' moves met other traffic (simulate() reruns without the lane quotient first).
   bool lane_quotient_parted = false;
+  // SimOptions::approximate: lanes parted and the run was kept (the result is approximate).
+  bool approximate = false;
+  // Timing partings seen (an asymmetric op met other traffic, or a lane's flow did not end with
+  // lane 0's), and the simulated time they lasted, summed: each from the parting to the end of the
+  // phase of the op it touched (docs/sim.md "Approximate tier": the bound on the error).
+  uint64_t parted_meetings = 0;
+  double parted_window_s = 0;
+  // A flow joined lanes of different classes under the flow quotient: not a timing parting, and
+  // no approximation bound covers it (the approximate tier reruns it as the exact path does).
+  bool fold_broken = false;
   // Grid folding (lanes not consecutive ranks): by rank, the rank its unit's recordings are kept
   // under (lane 0); empty otherwise (rank - rank % fold). Used in the simulation's own process only.
   std::vector<int32_t> lane0;

@@ -38,6 +38,7 @@ void print_summary(const sweep::SweepTable& t) {
     const sweep::SweepPoint& p = t.points[size_t(b.point)];
     std::printf("  %6d GPUs: best %s  %.6g tokens/s  %.4g s/iteration  MFU %.1f %%\n", b.gpus, p.strategy.c_str(),
                 p.result.tokens_per_s, p.result.iteration_time_s, 100.0 * p.result.mfu);
+    if (!p.result.approximate.empty()) std::printf("    (approximate: %s)\n", p.result.approximate.c_str());
   }
 }
 
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
       ("jobs,j", po::value(&jobs), "simulations at a time (default: the number of hardware threads)")
       ("max-memory", po::value(&max_memory_gib), "memory budget in GiB for the points running at once (default: half the RAM); a point estimated over its share (budget / jobs) is not simulated")
       ("max-time", po::value(&max_time), "wall-time limit of one point: 90s, 30m, 2h; 0 for no limit (default 1h); a point estimated over it is not simulated")
+      ("approximate", "simulate each point with tandem sim's --approximate (docs/sim.md \"Approximate tier\"): a point whose result is approximate says so in the table")
       ("scenario", po::value(&scenario_path), "scenario file");
   po::variables_map vm;
   if (auto stop = parse_scenario_command_line("tandem sweep", argc, argv, opts, vm)) return *stop;
@@ -73,6 +75,7 @@ int main(int argc, char** argv) {
     sweep::Progress progress(::isatty(STDERR_FILENO) != 0);
     sweep::RunOptions o;
     o.jobs = jobs;
+    o.sim.approximate = vm.count("approximate") > 0;
     if (vm.count("max-memory")) {
       if (!(max_memory_gib > 0)) throw Error("--max-memory: expected a positive size in GiB");
       o.limit.max_memory_bytes = static_cast<int64_t>(max_memory_gib * 1073741824.0);

@@ -20,6 +20,7 @@
 #include "shared/scenario.h"
 #include "shared/schedule.h"
 #include "sim/forked_call.h"
+#include "sim/sim_report.h"
 #include "sim/sim_memory_estimate.h"
 #include "sim/sim_time_estimate.h"
 #include "sim/sweep/override_check.h"
@@ -45,6 +46,7 @@ std::string encode_point_result(const PointResult& r) {
   p.set_hardware_tflops_per_gpu(r.hardware_tflops_per_gpu);
   p.set_mfu(r.mfu);
   p.set_peak_memory_bytes(r.peak_memory_bytes);
+  p.set_approximate(r.approximate);
   return p.SerializeAsString();
 }
 
@@ -68,6 +70,7 @@ PointResult decode_point_result(const std::string& bytes) {
   r.hardware_tflops_per_gpu = p.hardware_tflops_per_gpu();
   r.mfu = p.mfu();
   r.peak_memory_bytes = p.peak_memory_bytes();
+  r.approximate = p.approximate();
   return r;
 }
 
@@ -187,6 +190,7 @@ PointResult evaluate_point(const std::string& scenario_path, const std::vector<s
     r.hardware_tflops_per_gpu = s.hardware_tflops_per_gpu;
     r.mfu = s.mfu;
     r.peak_memory_bytes = s.peak_memory_bytes;
+    if (s.approximate) r.approximate = sim::approximation_note(s);
   } catch (const Error& e) {
     r.status = e.kind() == ErrorKind::kBadInput ? PointStatus::kInvalid : PointStatus::kError;
     r.reason = e.what();

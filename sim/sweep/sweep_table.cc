@@ -145,6 +145,8 @@ std::string sweep_json(const SweepTable& t) {
     if (r.peak_memory_bytes >= 0) w.integer(r.peak_memory_bytes);
     else w.null();
     w.key("scaling_efficiency").number(p.scaling_efficiency);
+    // Only on an approximate point (tandem sweep --approximate): an exact table is unchanged.
+    if (!r.approximate.empty()) w.key("approximate").string(r.approximate);
     w.end_object();
   }
   w.end_array();

@@ -36,6 +36,9 @@ struct PointResult {
   double hardware_tflops_per_gpu = kNone;
   double mfu = kNone;
   int64_t peak_memory_bytes = -1;  // max over ranks; -1 when not simulated
+  // `tandem sweep --approximate` (sim::SimOptions::approximate) kept an approximate run: what it
+  // approximated (sim::approximation_note); empty: the point is exact.
+  std::string approximate;
 };
 
 struct SweepPoint {

@@ -6,6 +6,11 @@
 //                       per pipeline, on N = 64 .. 16384 GPUs (weak scaling of the simulator;
 //                       from 10,240 GPUs the tuner's tree all-reduce parts the replicas, and the
 //                       run ends tp-folded: ranks_per_state 8, docs/sim.md "Why lanes part")
+//   BM_Gpt3_Approximate/N: the same with --approximate (SimOptions::approximate, docs/sim.md
+//                       "Approximate tier") on N = 16384 .. 131072 GPUs: the grid-folded run is
+//                       kept where the tree parts the lanes; "approximate" 1 and "parted_window_s"
+//                       (the error's bound) say so
+//   BM_Mlperf_10752:    GPT-3 175B t4 p8 d336 on 10,752 H100s (scenarios/gpt3-175b-mlperf-h100)
 //   BM_TinyGpt_DataParallel/N: tiny-gpt, pure data parallelism over N = 128 .. 1024 GPUs (one
 //                       replayed state; the gradient all-reduces' ~16 N flows all in SimGrid)
 // Each simulation runs in a forked child (sim/simulation.h); "peak_rss_gib" is the largest
@@ -32,17 +37,23 @@ double peak_child_rss_gib() {
 }
 
 void simulate_case(benchmark::State& state, const std::vector<std::string>& sets,
-                   const std::string& scenario = "gpt3-175b-a100.textproto") {
+                   const std::string& scenario = "gpt3-175b-a100.textproto", bool approximate = false) {
   const std::string path = std::string(TANDEM_SOURCE_DIR) + "/scenarios/" + scenario;
   double t = 0;
   for (auto _ : state) {
     Schedule s(tandem::load_scenario(path, sets));
-    const tandem::sim::SimResult r = tandem::sim::simulate(s, {});
+    tandem::sim::SimOptions o;
+    o.approximate = approximate;
+    const tandem::sim::SimResult r = tandem::sim::simulate(s, o);
     t = r.iteration_time_s;
     state.counters["events"] = double(r.events);
     state.counters["flows"] = double(r.flows);
     state.counters["simgrid_flows"] = double(r.simgrid_flows);
     state.counters["ranks_per_state"] = double(r.fold);
+    if (approximate) {
+      state.counters["approximate"] = r.approximate ? 1 : 0;
+      state.counters["parted_window_s"] = r.parted_window_s;
+    }
   }
   state.counters["simulated_iteration_s"] = t;
   state.counters["peak_rss_gib"] = peak_child_rss_gib();
@@ -64,6 +75,22 @@ BENCHMARK(BM_Gpt3_Scaling)
     ->Unit(benchmark::kSecond)
     ->Iterations(1)
     ->UseRealTime();
+
+void BM_Gpt3_Approximate(benchmark::State& state) {
+  const int gpus = int(state.range(0));
+  simulate_case(state, {"cluster.gpus=" + std::to_string(gpus), "strategy.global_batch=" + std::to_string(192 * gpus / 128)},
+                "gpt3-175b-a100.textproto", true);
+}
+BENCHMARK(BM_Gpt3_Approximate)
+    ->Arg(16384)
+    ->Arg(98304)
+    ->Arg(131072)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1)
+    ->UseRealTime();
+
+void BM_Mlperf_10752(benchmark::State& state) { simulate_case(state, {}, "gpt3-175b-mlperf-h100.textproto"); }
+BENCHMARK(BM_Mlperf_10752)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 
 void BM_TinyGpt_DataParallel(benchmark::State& state) {
   const int gpus = int(state.range(0));

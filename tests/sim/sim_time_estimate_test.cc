@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "shared/error.h"
@@ -36,6 +37,58 @@ TEST(SimTimeEstimate, TermsOnTinyGptDataParallel) {
   SimOptions unfolded;
   unfolded.fold_data_parallel = false;
   EXPECT_EQ(count_sim_work(s, unfolded).replayed_tasks(), 256 * 339);
+}
+
+// The estimate follows the fold the planner takes (sim/fold_planner.h), not tp folding alone.
+// tiny-gpt dp 16 x tp 2 on nodes of 2 GPUs with a NIC each (pp 1, so no group crosses stages):
+// - grid folding: the 16 replicas' 2 tp lanes are one state (fold 32, one unit), and the lane
+//   quotient (a NIC per GPU: stride 1) puts 1 / (dp x tp) = 1/32 of a symmetric op's flows in
+//   SimGrid. A data-parallel group (16 members, one per node) is inside the unit; a launch carries
+//   its 2 siblings (one per tp lane): per member 16 x 2 where unfolded it is 16, over 32^2;
+// - without replica moves (fold_data_parallel off): tp folding (fold 2), each launch the 2 tp
+//   lanes' data-parallel groups, and the flow quotient (k = 1 < tp) 1/2 of the flows: 16 x 2 / 2^2;
+// - no folding: per member 16, as before.
+TEST(SimTimeEstimate, FollowsTheFoldTaken) {
+  const Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto",
+                                 {"cluster.gpus=32", "cluster.gpus_per_node=2", "cluster.nics_per_node=2",
+                                  "strategy.tp=2", "strategy.global_batch=32"}));
+  SimOptions none;
+  none.fold_tensor_parallel = none.fold_data_parallel = false;
+  const SimWork u = count_sim_work(s, none);
+  EXPECT_EQ(u.fold, 1);
+  EXPECT_EQ(u.flow_quotient, 1);
+  ASSERT_GT(u.collective_square, 0);
+  // Every collective spanning nodes is a data-parallel one (16 members): a multiple of 32 x 16.
+  const double per_member = u.collective_square / 32;
+  EXPECT_EQ(std::fmod(per_member, 16.0), 0.0);
+
+  const SimWork g = count_sim_work(s, SimOptions{});
+  EXPECT_EQ(g.fold, 32);
+  EXPECT_EQ(g.units, 1);
+  EXPECT_EQ(g.flow_quotient, 32);
+  EXPECT_EQ(g.replayed_tasks(), u.rank_tasks / 32);
+  EXPECT_DOUBLE_EQ(g.collective_square, u.collective_square * 2 / (32.0 * 32.0));
+
+  SimOptions tp_only;
+  tp_only.fold_data_parallel = false;
+  const SimWork t = count_sim_work(s, tp_only);
+  EXPECT_EQ(t.fold, 2);
+  EXPECT_EQ(t.units, 16);
+  EXPECT_EQ(t.flow_quotient, 2);
+  EXPECT_DOUBLE_EQ(t.collective_square, u.collective_square * 2 / 4.0);
+
+  // The lane quotient off: the tp-only flow quotient under grid folding (1/2).
+  SimOptions no_lanes;
+  no_lanes.fold_lanes = false;
+  const SimWork n = count_sim_work(s, no_lanes);
+  EXPECT_EQ(n.fold, 32);
+  EXPECT_EQ(n.flow_quotient, 2);
+  EXPECT_DOUBLE_EQ(n.collective_square, u.collective_square * 2 / 4.0);
+  // And the time: the square term follows (5 us a member^2, sim_time_estimate.cc).
+  EXPECT_NEAR(estimate_time(u, none).seconds - estimate_time(g, SimOptions{}).seconds,
+              0.12e-6 * double(u.rank_tasks - g.replayed_tasks()) +
+                  5e-6 * (u.collective_square - g.collective_square),
+              1e-9);
 }
 
 TEST(SimTimeEstimate, RefusedOverTheLimitNamingTheFlag) {
