@@ -27,17 +27,16 @@ Estimate estimate(const Scenario& sc, const LayerCosts& c, CommCost& comm) {
     for (int q = 0; q < seq; ++q) members.push_back(d * s.tp * s.sp * s.pp + q);
   const double per_stage = double(m.layers) / pp;
 
-  const double ring = std::max(0.0, c.tp_ring_s - c.gemm_s);
-  const double layer = c.forward_s + c.backward_s + c.recompute_s + c.tp_comm_s + ring;
+  const double layer = c.forward_s + c.backward_s + c.recompute_s + c.tp_comm_s;
   const double first = per_stage * layer + c.first_s, last = per_stage * layer + c.last_s;
   const double middle = per_stage * layer;
   const double slowest = pp == 1 ? middle + c.first_s + c.last_s : std::max(first, last);
   const double sum = pp == 1 ? slowest : first + last + (pp - 2) * middle;
 
   Estimate e;
-  e.compute_s = micro * (slowest - per_stage * (c.tp_comm_s + ring));
+  e.compute_s = micro * (slowest - per_stage * c.tp_comm_s);
   e.recompute_s = micro * per_stage * c.recompute_s;
-  double comm_s = micro * per_stage * (c.tp_comm_s + ring);
+  double comm_s = micro * per_stage * c.tp_comm_s;
   const double pipeline = micro * slowest + (sum - slowest) / s.virtual_stages;
   double p2p = 0;
   if (pp > 1) {
@@ -85,7 +84,7 @@ Estimate estimate(const Scenario& sc, const LayerCosts& c, CommCost& comm) {
     }
   }
   e.comm_s = comm_s;
-  e.iteration_s = pipeline + p2p + (comm_s - micro * per_stage * (c.tp_comm_s + ring)) + e.optimizer_s;
+  e.iteration_s = pipeline + p2p + (comm_s - micro * per_stage * c.tp_comm_s) + e.optimizer_s;
   e.layer_stored_bytes = c.layer_stored_bytes;
   return e;
 }
