@@ -149,7 +149,7 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
 
   LayerCosts c;
   int64_t optimizer_elements = 0;
-  double optimizer_kernels_s = 0, optimizer_copies_s = 0;
+  double optimizer_kernels_s = 0, optimizer_copies_s = 0, grad_downloads_s = 0;
   // Parameters from the layout the generators allocate (its units: embedding, layer, head).
   for (const ParamUnit& u : make_param_layout(schedule.scenario(), 0, 0).units) {
     if (u.kind == ParamUnit::Kind::kLayer) c.layer_params += u.elements;
@@ -175,6 +175,7 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
       else if (col->layer < 0) c.last_s += time;
     } else if (const auto* copy = std::get_if<Copy>(&t.op); copy && copy->direction != CopyDirection::kD2D) {
       optimizer_copies_s += comm_.copy_s(double(copy->bytes));  // host copies: offload's, of the optimizer
+      if (copy->direction == CopyDirection::kD2H) grad_downloads_s += comm_.copy_s(double(copy->bytes));
     }
   }
   c.tp_comm_s = exposed_layer_comm_s(program, times[0]);
@@ -182,6 +183,7 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
   if (optimizer_elements > 0) {
     c.optimizer_s_per_element = optimizer_kernels_s / double(optimizer_elements);
     c.optimizer_copy_s_per_element = optimizer_copies_s / double(optimizer_elements);
+    if (point.strategy.offload == Offload::kAuto) c.auto_grad_down_s_per_element = grad_downloads_s / double(optimizer_elements);
   }
   return c;
 }

@@ -40,6 +40,12 @@ struct LayerCosts {
   double optimizer_s_per_element = 0;
   double optimizer_copy_s_per_element = 0;
   double optimizer_fixed_s = 0;
+  // offload auto: the gradients' downloads of the probe's one micro-batch per optimizer element
+  // (every device-to-host copy of its program: auto's gradient shards, shared/grad_sync.cc
+  // grads_to_host; its host Adam reads them there, nothing else goes down). From the second
+  // micro-batch on, each chunk's accumulated shard comes up and the sum goes down again, the
+  // same bytes each way (search/estimate.h). Also part of optimizer_copy_s_per_element. 0 otherwise.
+  double auto_grad_down_s_per_element = 0;
   // Parameter elements on one tp rank: one layer, the embedding table, the rest (final norm,
   // untied head).
   int64_t layer_params = 0;

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "search/layer_probe.h"
+#include "shared/param_layout.h"
 #include "shared/scenario.h"
 #include "sim/compute_cost_model.h"
 
@@ -45,6 +46,39 @@ TEST(LayerProbe, OneProbePerLayerSetting) {
   const LayerCosts& full = probes.costs(c);
   EXPECT_EQ(probes.probes(), 2u);
   EXPECT_GT(full.recompute_s, 0);
+}
+
+TEST(LayerProbe, AutoOffloadGradientDownloadsPerElement) {
+  // offload auto on one GPU (GPT 1.3B: the tiny GPT is under Gemini's minimum chunk, one chunk kept
+  // on the device, nothing moves): after the probe's one micro-batch every chunk's gradient goes
+  // down whole (no data parallelism to shard it; shared/grad_sync.cc grads_to_host) and the host
+  // Adam steps every chunk's elements: per element, sum_k copy(g bytes x chunk_k) / sum_k chunk_k
+  // (g: the gradients' dtype, fp32 here), over the chunks of the probe's one-layer model whose optimizer is on the
+  // host, each copy at the PCIe rate plus its latency.
+  const std::string gpt13 = std::string(TANDEM_SOURCE_DIR) + "/scenarios/gpt-1.3b-h200.textproto";
+  const std::vector<std::string> sets = {"cluster.gpus=1", "strategy.offload=auto", "strategy.tp=1", "strategy.pp=1",
+                                         "strategy.dp=1"};
+  const Scenario sc = load_scenario(gpt13, sets);
+  std::vector<std::string> one = sets;
+  one.push_back("model.layers=1");
+  const Scenario one_layer = load_scenario(gpt13, one);
+  LayerProbes probes(sc.cluster);
+  const LayerCosts& c = probes.costs(sc);
+  double seconds = 0, elements = 0;
+  int chunks = 0;
+  for (const GradBucket& b : make_param_layout(one_layer, 0, 0).buckets) {
+    if (!b.host_optimizer) continue;
+    seconds += probes.comm().copy_s(double(dtype_bytes(sc.grad_dtype())) * double(b.elements));
+    elements += double(b.elements);
+    ++chunks;
+  }
+  EXPECT_GT(chunks, 1);
+  EXPECT_GT(c.auto_grad_down_s_per_element, 0);
+  EXPECT_NEAR(c.auto_grad_down_s_per_element, seconds / elements, 1e-9 * seconds / elements);
+  // The optimizer policy's download is once an iteration, whatever the micro-batches: none here.
+  std::vector<std::string> opt = sets;
+  opt[1] = "strategy.offload=optimizer";
+  EXPECT_EQ(probes.costs(load_scenario(gpt13, opt)).auto_grad_down_s_per_element, 0.0);
 }
 
 // The tiny GPT's layer at tp 2 (fp32, micro-batch 2 x 32 tokens: n = 64 rows of hidden 64; one
