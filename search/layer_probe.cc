@@ -81,10 +81,10 @@ int64_t stored_activation_bytes(const Program& program) {
 }
 
 // LayerCosts::tp_comm_s of a one-layer probe: per phase (forward, backward, recompute) of the
-// layer, the time its compute-stream tasks take from the moment the stream could start the layer
-// (the end of its task before the layer's first kernel, or of a task of another layer or of no
-// phase the first kernel waits for) to the end of its last kernel, less the time they run: what the
-// compute stream waits for the layer's collectives and ring exchanges, given `times` (rank 0's).
+// layer, the idle gaps of the compute stream from the moment it could start the layer (the end of
+// its task before the layer's first kernel, or of a task of another layer or of no phase the first
+// kernel waits for) to the end of its last kernel: what the compute stream waits for the layer's
+// collectives and ring exchanges, given `times` (rank 0's).
 double exposed_layer_comm_s(const Program& program, const TaskTimes& times) {
   std::vector<TaskId> compute;
   for (const Task& t : program.tasks)
@@ -107,9 +107,12 @@ double exposed_layer_comm_s(const Program& program, const TaskTimes& times) {
     double from = first > 0 ? times.end_s[compute[first - 1]] : 0.0;
     for (TaskId d : program.tasks[compute[first]].deps)
       if (!in_layer(d, ph)) from = std::max(from, times.end_s[d]);
-    double busy = 0;
-    for (size_t i = first; i <= last; ++i) busy += times.end_s[compute[i]] - times.start_s[compute[i]];
-    exposed += std::max(0.0, times.end_s[compute[last]] - from - busy);
+    // The stream's idle gaps, summed (not span - busy: back-to-back tasks leave exactly 0).
+    for (size_t i = first; i <= last; ++i) {
+      const double start = times.start_s[compute[i]];
+      if (start > from) exposed += start - from;
+      from = std::max(from, times.end_s[compute[i]]);
+    }
   }
   return exposed;
 }
@@ -131,9 +134,9 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
   const Schedule schedule(std::move(probe));
   const Program program = schedule.program(0);
   const sim::ComputeCostModel& compute = point.strategy.flash_attention ? compute_flash_ : compute_plain_;
-  // Every rank of the probe (tp x sp of them), replayed: the layer's exposed tensor-parallel time.
-  std::vector<Program> programs;
-  for (int r = 0; r < schedule.world_size(); ++r) programs.push_back(r == 0 ? program : schedule.program(r));
+  // The probe's ranks (tp x sp of them) replayed as rank 0's translations: the layer's exposed
+  // tensor-parallel time (ProbeReplay.ReplayOfRankZeroIsTheReplayOfEveryRank checks it against
+  // replaying every rank's program).
   ReplayCosts costs;
   costs.own = [&](const Task& t) {
     if (const auto* k = std::get_if<Compute>(&t.op)) return compute.time_s(*k, t.stream == Stream::kHost);
@@ -145,7 +148,7 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
     return comm_.collective_s(col.op, members, double(col.bytes));
   };
   costs.p2p = [&](int src, int dst, const SendRecv& m) { return comm_.p2p_s(src, dst, double(m.bytes)); };
-  const std::vector<TaskTimes> times = replay_programs(schedule.groups(), programs, costs);
+  const TaskTimes times = replay_symmetric(schedule.groups(), program, costs);
 
   LayerCosts c;
   int64_t optimizer_elements = 0;
@@ -178,7 +181,7 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
       if (copy->direction == CopyDirection::kD2H) grad_downloads_s += comm_.copy_s(double(copy->bytes));
     }
   }
-  c.tp_comm_s = exposed_layer_comm_s(program, times[0]);
+  c.tp_comm_s = exposed_layer_comm_s(program, times);
   c.layer_stored_bytes = stored_activation_bytes(program);
   if (optimizer_elements > 0) {
     c.optimizer_s_per_element = optimizer_kernels_s / double(optimizer_elements);

@@ -37,4 +37,13 @@ struct TaskTimes {
 std::vector<TaskTimes> replay_programs(const std::vector<ProcessGroup>& groups, const std::vector<Program>& programs,
                                        const ReplayCosts& costs);
 
+// The times of `program`'s tasks when every other rank runs the same program translated within
+// each of its groups (a layer probe's ranks: tp x sp, no data or pipeline parallelism; ring
+// attention's even and odd ranks post their send and receive in either order, at the same times):
+// a collective then starts when this rank posts it, and the k-th send to the rank d places ahead
+// in a group is received by it at the moment this rank's k-th receive from the rank d places behind
+// is posted, so the pair starts at the later of the two posts. What replay_programs gives rank
+// `program.rank` for translated programs, without generating and replaying the other ranks'.
+TaskTimes replay_symmetric(const std::vector<ProcessGroup>& groups, const Program& program, const ReplayCosts& costs);
+
 }  // namespace tandem::search

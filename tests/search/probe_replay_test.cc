@@ -5,6 +5,7 @@
 
 #include "search/probe_replay.h"
 #include "shared/error.h"
+#include "shared/scenario.h"
 
 namespace tandem::search {
 namespace {
@@ -84,6 +85,50 @@ TEST(ProbeReplay, AnUnmatchedCollectiveIsAnError) {
   Program lone = program(1);
   lone.tasks.resize(1);  // rank 1 never posts the all-reduce
   EXPECT_THROW(replay_programs(groups(), {program(0), lone}, costs()), Error);
+}
+
+// A probe-like one-layer program of the tiny GPT on four ranks, replayed as rank 0's translations
+// (replay_symmetric, what the layer probe uses) gives rank 0 the times of replaying all four
+// ranks' programs with their collectives and messages matched (replay_programs), for any costs
+// that depend on what a task does (not on where: a vocabulary shard's first row): tp 4 with the
+// userbuffers ring exchange and without, ring attention's key/value exchange (even and odd ranks
+// post their send and receive in opposite orders) over sp 4 and over sp 2 beside tp 2.
+TEST(ProbeReplay, ReplayOfRankZeroIsTheReplayOfEveryRank) {
+  const std::string tiny = std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto";
+  for (const std::vector<std::string>& sets :
+       {std::vector<std::string>{"strategy.tp=4", "strategy.sp_mode=megatron", "software.tp_comm_overlap=true"},
+        std::vector<std::string>{"strategy.tp=4", "strategy.sp_mode=none", "software.tp_comm_overlap=false"},
+        std::vector<std::string>{"strategy.tp=1", "strategy.sp=4", "strategy.sp_mode=ring_attention"},
+        std::vector<std::string>{"strategy.tp=2", "strategy.sp=2", "strategy.sp_mode=ring_attention"}}) {
+    std::vector<std::string> all = {"model.layers=1", "cluster.gpus=4", "strategy.global_batch=2"};
+    all.insert(all.end(), sets.begin(), sets.end());
+    const Schedule schedule(load_scenario(tiny, all));
+    std::vector<Program> programs;
+    for (int r = 0; r < 4; ++r) programs.push_back(schedule.program(r));
+    ReplayCosts c;
+    c.own = [](const Task& t) {
+      if (const auto* k = std::get_if<Compute>(&t.op)) {  // its shape, not where (a vocabulary shard's row)
+        const auto d = k->shape_dims();
+        return 1e-6 * (1 + int(k->kernel)) + 1e-12 * double(d[0] + d[1] + d[2]);
+      }
+      if (const auto* cp = std::get_if<Copy>(&t.op)) return 1e-10 * double(cp->bytes);
+      return 0.0;
+    };
+    c.collective = [](const Collective& col, const std::vector<int>& members) {
+      return 5e-6 * (1 + int(col.op)) + 1e-10 * double(col.bytes) * double(members.size());
+    };
+    c.p2p = [](int, int, const SendRecv& m) { return 3e-6 + 2e-10 * double(m.bytes); };
+    const std::vector<TaskTimes> every = replay_programs(schedule.groups(), programs, c);
+    const TaskTimes zero = replay_symmetric(schedule.groups(), programs[0], c);
+    size_t messages = 0;
+    for (const Task& t : programs[0].tasks) messages += std::holds_alternative<SendRecv>(t.op);
+    EXPECT_EQ(messages > 0, sets.back() != "software.tp_comm_overlap=false") << ::testing::PrintToString(sets);
+    ASSERT_EQ(zero.end_s.size(), every[0].end_s.size());
+    for (size_t i = 0; i < zero.end_s.size(); ++i) {
+      ASSERT_DOUBLE_EQ(zero.start_s[i], every[0].start_s[i]) << "task " << i << " " << ::testing::PrintToString(sets);
+      ASSERT_DOUBLE_EQ(zero.end_s[i], every[0].end_s[i]) << "task " << i << " " << ::testing::PrintToString(sets);
+    }
+  }
 }
 
 }  // namespace
