@@ -2,9 +2,11 @@
 // (search/layer_probe.h) and closed forms for what the simulator would otherwise replay.
 // With L layers, pp stages, v virtual stages, m = global_batch / (dp * micro_batch) micro-batches:
 //
-//   layer       t_l  = forward + backward + recompute + tp_comm + ring        (one micro-batch)
-//               ring = max(0, tp_ring - gemm): the part of tp_comm_overlap's ring exchange its
-//                      GEMMs do not hide
+//   layer       t_l  = forward + backward + recompute + tp_comm                (one micro-batch)
+//               tp_comm: the time the layer's compute stream waits for its tensor/sequence-
+//                      parallel collectives and ring exchanges, the probe's program replayed
+//                      (search/layer_probe.h, search/probe_replay.h): what the program overlaps
+//                      (dgrad all-reduce under the wgrad, userbuffers chunks) is hidden
 //   stage       t_s  = (L / pp) * t_l, plus first_s on stage 0 and last_s on stage pp-1
 //   pipeline    T_p  = m * max_s t_s + (sum_s t_s - max_s t_s) / v
 //                      (1F1B / GPipe: the last micro-batch's trip through the other stages, the
