@@ -7,6 +7,7 @@
 namespace tandem::search {
 
 const char* Estimate::limit() const {
+  if (offload_s > bubble_s && offload_s > comm_s && offload_s > recompute_s) return "offload";
   if (bubble_s >= comm_s && bubble_s >= recompute_s && bubble_s > 0) return "bubble";
   if (comm_s >= recompute_s && comm_s > 0) return "exposed comm";
   if (recompute_s > 0) return "recompute";
@@ -27,17 +28,16 @@ Estimate estimate(const Scenario& sc, const LayerCosts& c, CommCost& comm) {
     for (int q = 0; q < seq; ++q) members.push_back(d * s.tp * s.sp * s.pp + q);
   const double per_stage = double(m.layers) / pp;
 
-  const double ring = std::max(0.0, c.tp_ring_s - c.gemm_s);
-  const double layer = c.forward_s + c.backward_s + c.recompute_s + c.tp_comm_s + ring;
+  const double layer = c.forward_s + c.backward_s + c.recompute_s + c.tp_comm_s;
   const double first = per_stage * layer + c.first_s, last = per_stage * layer + c.last_s;
   const double middle = per_stage * layer;
   const double slowest = pp == 1 ? middle + c.first_s + c.last_s : std::max(first, last);
   const double sum = pp == 1 ? slowest : first + last + (pp - 2) * middle;
 
   Estimate e;
-  e.compute_s = micro * (slowest - per_stage * (c.tp_comm_s + ring));
+  e.compute_s = micro * (slowest - per_stage * c.tp_comm_s);
   e.recompute_s = micro * per_stage * c.recompute_s;
-  double comm_s = micro * per_stage * (c.tp_comm_s + ring);
+  double comm_s = micro * per_stage * c.tp_comm_s;
   const double pipeline = micro * slowest + (sum - slowest) / s.virtual_stages;
   double p2p = 0;
   if (pp > 1) {
@@ -59,6 +59,8 @@ Estimate estimate(const Scenario& sc, const LayerCosts& c, CommCost& comm) {
   const double stage_forward = per_stage * c.forward_s;
   const double updated = s.zero_stage >= 1 && group > 1 ? stage_params / group : stage_params;
   e.optimizer_s = updated * (c.optimizer_s_per_element + c.optimizer_copy_s_per_element) + c.optimizer_fixed_s;
+  if (c.auto_grad_down_s_per_element > 0)
+    e.offload_s = (micro - 1) * std::max(0.0, updated * c.auto_grad_down_s_per_element - stage_backward);
   if (group > 1) {
     const double grad_bytes = stage_params * dtype_bytes(sc.grad_dtype());
     const double bucket = std::max(1.0, s.bucket_mb * 1048576.0);
@@ -85,7 +87,7 @@ Estimate estimate(const Scenario& sc, const LayerCosts& c, CommCost& comm) {
     }
   }
   e.comm_s = comm_s;
-  e.iteration_s = pipeline + p2p + (comm_s - micro * per_stage * (c.tp_comm_s + ring)) + e.optimizer_s;
+  e.iteration_s = pipeline + p2p + (comm_s - micro * per_stage * c.tp_comm_s) + e.optimizer_s + e.offload_s;
   e.layer_stored_bytes = c.layer_stored_bytes;
   return e;
 }

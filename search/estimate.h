@@ -2,9 +2,11 @@
 // (search/layer_probe.h) and closed forms for what the simulator would otherwise replay.
 // With L layers, pp stages, v virtual stages, m = global_batch / (dp * micro_batch) micro-batches:
 //
-//   layer       t_l  = forward + backward + recompute + tp_comm + ring        (one micro-batch)
-//               ring = max(0, tp_ring - gemm): the part of tp_comm_overlap's ring exchange its
-//                      GEMMs do not hide
+//   layer       t_l  = forward + backward + recompute + tp_comm                (one micro-batch)
+//               tp_comm: the time the layer's compute stream waits for its tensor/sequence-
+//                      parallel collectives and ring exchanges, the probe's program replayed
+//                      (search/layer_probe.h, search/probe_replay.h): what the program overlaps
+//                      (dgrad all-reduce under the wgrad, userbuffers chunks) is hidden
 //   stage       t_s  = (L / pp) * t_l, plus first_s on stage 0 and last_s on stage pp-1
 //   pipeline    T_p  = m * max_s t_s + (sum_s t_s - max_s t_s) / v
 //                      (1F1B / GPipe: the last micro-batch's trip through the other stages, the
@@ -27,7 +29,15 @@
 //               fixed collectives; with offload optimizer the kernels are the host's Adam and the
 //               gradients' and parameters' PCIe copies are added (per element, one after the
 //               other: no overlap of the copies with the host's Adam is assumed).
-//   iteration   T = T_p + exposed data-parallel time + optimizer.
+//   offload     auto, micro-batches 2..m: each chunk's accumulated gradient shard up, the new
+//   auto        gradient added, the sum down again (Gemini's rearrange_accumulated_grad_chunk,
+//               shared/grad_sync.cc grads_to_host), on the two copy streams (one direction each,
+//               at shared/host_copy_rate's per-direction rate) while the stage's backward runs:
+//               (m - 1) max(0, t_down - the stage's backward), t_down = the probe's gradient
+//               downloads per element x the elements this rank updates. The first micro-batch's
+//               download is in the optimizer's copies. Chunks the real point evicts (and so
+//               gathers before every pass) are not counted: the probe's one layer evicts none.
+//   iteration   T = T_p + exposed data-parallel time + optimizer + offload.
 #pragma once
 
 #include <cstdint>
@@ -44,9 +54,10 @@ struct Estimate {
   double bubble_s = 0;     // pipeline fill and drain (p2p included)
   double comm_s = 0;       // exposed: tensor parallel (every micro-batch), data parallel, ZeRO
   double optimizer_s = 0;
+  double offload_s = 0;    // exposed host copies beyond the optimizer's (offload auto's round trips)
   // The layer probe's LayerCosts::layer_stored_bytes (for the memory bound, search/memory_bound.h).
   int64_t layer_stored_bytes = 0;
-  // The largest of bubble, comm, recompute (what limits the point beyond its kernels).
+  // The largest of bubble, comm, recompute, offload (what limits the point beyond its kernels).
   const char* limit() const;
 };
 

@@ -4,6 +4,7 @@
 #include <limits>
 #include <variant>
 
+#include "search/probe_replay.h"
 #include "shared/memory_timeline.h"
 #include "shared/param_layout.h"
 #include "shared/schedule.h"
@@ -79,6 +80,43 @@ int64_t stored_activation_bytes(const Program& program) {
   return after > before && after != std::numeric_limits<int64_t>::max() ? after - before : 0;
 }
 
+// LayerCosts::tp_comm_s of a one-layer probe: per phase (forward, backward, recompute) of the
+// layer, the idle gaps of the compute stream from the moment it could start the layer (the end of
+// its task before the layer's first kernel, or of a task of another layer or of no phase the first
+// kernel waits for) to the end of its last kernel: what the compute stream waits for the layer's
+// collectives and ring exchanges, given `times` (rank 0's).
+double exposed_layer_comm_s(const Program& program, const TaskTimes& times) {
+  std::vector<TaskId> compute;
+  for (const Task& t : program.tasks)
+    if (t.stream == Stream::kCompute) compute.push_back(t.id);
+  const auto in_layer = [&](TaskId id, Phase ph) {
+    const Task& t = program.tasks[id];
+    if (const auto* k = std::get_if<Compute>(&t.op)) return k->layer == 0 && k->phase == ph;
+    if (const auto* c = std::get_if<Collective>(&t.op)) return c->layer == 0 && c->phase == ph;
+    return false;
+  };
+  double exposed = 0;
+  for (const Phase ph : {Phase::kForward, Phase::kBackward, Phase::kRecompute}) {
+    size_t first = compute.size(), last = 0;
+    for (size_t i = 0; i < compute.size(); ++i)
+      if (in_layer(compute[i], ph) && std::holds_alternative<Compute>(program.tasks[compute[i]].op)) {
+        if (first == compute.size()) first = i;
+        last = i;
+      }
+    if (first == compute.size()) continue;
+    double from = first > 0 ? times.end_s[compute[first - 1]] : 0.0;
+    for (TaskId d : program.tasks[compute[first]].deps)
+      if (!in_layer(d, ph)) from = std::max(from, times.end_s[d]);
+    // The stream's idle gaps, summed (not span - busy: back-to-back tasks leave exactly 0).
+    for (size_t i = first; i <= last; ++i) {
+      const double start = times.start_s[compute[i]];
+      if (start > from) exposed += start - from;
+      from = std::max(from, times.end_s[compute[i]]);
+    }
+  }
+  return exposed;
+}
+
 }  // namespace
 
 LayerCosts LayerProbes::measure(const Scenario& point) {
@@ -96,10 +134,25 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
   const Schedule schedule(std::move(probe));
   const Program program = schedule.program(0);
   const sim::ComputeCostModel& compute = point.strategy.flash_attention ? compute_flash_ : compute_plain_;
+  // The probe's ranks (tp x sp of them) replayed as rank 0's translations: the layer's exposed
+  // tensor-parallel time (ProbeReplay.ReplayOfRankZeroIsTheReplayOfEveryRank checks it against
+  // replaying every rank's program).
+  ReplayCosts costs;
+  costs.own = [&](const Task& t) {
+    if (const auto* k = std::get_if<Compute>(&t.op)) return compute.time_s(*k, t.stream == Stream::kHost);
+    if (const auto* cp = std::get_if<Copy>(&t.op))
+      return cp->direction == CopyDirection::kD2D ? compute.d2d_copy_s(cp->bytes) : comm_.copy_s(double(cp->bytes));
+    return 0.0;
+  };
+  costs.collective = [&](const Collective& col, const std::vector<int>& members) {
+    return comm_.collective_s(col.op, members, double(col.bytes));
+  };
+  costs.p2p = [&](int src, int dst, const SendRecv& m) { return comm_.p2p_s(src, dst, double(m.bytes)); };
+  const TaskTimes times = replay_symmetric(schedule.groups(), program, costs);
 
   LayerCosts c;
   int64_t optimizer_elements = 0;
-  double optimizer_kernels_s = 0, optimizer_copies_s = 0;
+  double optimizer_kernels_s = 0, optimizer_copies_s = 0, grad_downloads_s = 0;
   // Parameters from the layout the generators allocate (its units: embedding, layer, head).
   for (const ParamUnit& u : make_param_layout(schedule.scenario(), 0, 0).units) {
     if (u.kind == ParamUnit::Kind::kLayer) c.layer_params += u.elements;
@@ -113,7 +166,6 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
         optimizer_kernels_s += time;
         if (k->kernel == Kernel::kAdam) optimizer_elements += k->dims[0];
       } else if (k->layer >= 0) {
-        if (k->kernel == Kernel::kGemm) c.gemm_s += time;
         (k->phase == Phase::kForward ? c.forward_s : k->phase == Phase::kBackward ? c.backward_s : c.recompute_s) += time;
       } else if (k->kernel == Kernel::kData || k->kernel == Kernel::kEmbedding || k->kernel == Kernel::kEmbeddingBwd) {
         c.first_s += time;
@@ -123,20 +175,18 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
     } else if (const auto* col = std::get_if<Collective>(&t.op)) {
       const double time = comm_.collective_s(col->op, schedule.group(col->group).ranks, double(col->bytes));
       if (col->phase == Phase::kOptimizer) c.optimizer_fixed_s += time;
-      else if (col->layer >= 0) c.tp_comm_s += time;
-      else c.last_s += time;
-    } else if (const auto* p2p = std::get_if<SendRecv>(&t.op)) {
-      // One layer: every ring-exchange send of the probe is the layer's.
-      // (ring_attention's key/value exchange is on the same stream.)
-      if (p2p->is_send && t.stream == Stream::kTpSend) c.tp_ring_s += comm_.p2p_s(0, p2p->peer, double(p2p->bytes));
+      else if (col->layer < 0) c.last_s += time;
     } else if (const auto* copy = std::get_if<Copy>(&t.op); copy && copy->direction != CopyDirection::kD2D) {
       optimizer_copies_s += comm_.copy_s(double(copy->bytes));  // host copies: offload's, of the optimizer
+      if (copy->direction == CopyDirection::kD2H) grad_downloads_s += comm_.copy_s(double(copy->bytes));
     }
   }
+  c.tp_comm_s = exposed_layer_comm_s(program, times);
   c.layer_stored_bytes = stored_activation_bytes(program);
   if (optimizer_elements > 0) {
     c.optimizer_s_per_element = optimizer_kernels_s / double(optimizer_elements);
     c.optimizer_copy_s_per_element = optimizer_copies_s / double(optimizer_elements);
+    if (point.strategy.offload == Offload::kAuto) c.auto_grad_down_s_per_element = grad_downloads_s / double(optimizer_elements);
   }
   return c;
 }

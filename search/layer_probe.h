@@ -23,9 +23,12 @@ struct LayerCosts {
   double forward_s = 0;    // kernels of the forward
   double backward_s = 0;   // kernels of the backward
   double recompute_s = 0;  // kernels re-run before the backward (recompute)
-  double tp_comm_s = 0;    // tensor/sequence-parallel collectives (on the critical path)
-  double tp_ring_s = 0;    // tp_comm_overlap's ring exchange (p2p under the GEMMs)
-  double gemm_s = 0;       // the layer's GEMMs (what the ring exchange hides under)
+  // The time the layer's compute stream waits for its tensor/sequence-parallel collectives and
+  // ring exchanges (tp_comm_overlap, ring_attention), forward + backward + recompute: the probe's
+  // programs replayed on every rank (search/probe_replay.h), so what the program's streams and
+  // dependencies hide is not counted (Megatron's dgrad reduce-scatter / all-reduce under the wgrad
+  // GEMM, the userbuffers exchange under its chunk GEMMs).
+  double tp_comm_s = 0;
   // The model's ends, one micro-batch: data + embedding on the first stage; final norm, head and
   // loss (kernels and their tp collectives) on the last.
   double first_s = 0;
@@ -37,6 +40,12 @@ struct LayerCosts {
   double optimizer_s_per_element = 0;
   double optimizer_copy_s_per_element = 0;
   double optimizer_fixed_s = 0;
+  // offload auto: the gradients' downloads of the probe's one micro-batch per optimizer element
+  // (every device-to-host copy of its program: auto's gradient shards, shared/grad_sync.cc
+  // grads_to_host; its host Adam reads them there, nothing else goes down). From the second
+  // micro-batch on, each chunk's accumulated shard comes up and the sum goes down again, the
+  // same bytes each way (search/estimate.h). Also part of optimizer_copy_s_per_element. 0 otherwise.
+  double auto_grad_down_s_per_element = 0;
   // Parameter elements on one tp rank: one layer, the embedding table, the rest (final norm,
   // untied head).
   int64_t layer_params = 0;

@@ -1,8 +1,9 @@
 // The search's best point is the best of an exhaustive simulation: on the tiny GPT on 8 GPUs, the
-// space of layouts, sequence-parallel modes, pipeline schedules and micro-batches (ZeRO, recompute
-// and the overlaps fixed) is simulated point by point through a sweep grid written out here (not
-// the search's enumerator), and the fastest simulated iteration must be the search's first result
-// with its default K = 16.
+// space of layouts, sequence-parallel modes and pipeline schedules (ZeRO, recompute, the overlaps
+// and the micro-batch fixed) is simulated point by point through a sweep grid written out here
+// (not the search's enumerator), and the fastest simulated iteration must be the search's first
+// result with K = 8 of its 72 valid points (so the estimate's ranking, not the simulations, picks
+// which points can win).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,9 +27,15 @@ TEST(SearchBest, EqualsTheBestOfAnExhaustiveSimulation) {
                                           "software.overlap_param_gather=false",
                                           "software.tp_comm_overlap=false",
                                           "strategy.tp_mode=1d",
-                                          "strategy.offload=none"};
+                                          "strategy.offload=none",
+                                          // The scenario's own micro-batch: the micro-batch axis
+                                          // tripled the space (232 valid points, 300 s of ctest
+                                          // timeout tight on a loaded machine) and is what the
+                                          // estimate ranks least differently (one layer probe each).
+                                          "strategy.micro_batch=2"};
   SearchOptions o;
   o.gpus = 8;
+  o.top = 8;
   o.jobs = 2;
   const SearchResult r = run_search(kTiny, fixed, o);
   ASSERT_FALSE(r.best.empty());
@@ -46,8 +53,7 @@ TEST(SearchBest, EqualsTheBestOfAnExhaustiveSimulation) {
     const sweep::SweepGrid grid({sweep::parse_vary("strategy.tp=1,2,4,8"), sweep::parse_vary("strategy.pp=1,2,4,8"),
                                  sweep::parse_vary(modes), sweep::parse_vary(axis ? "strategy.sp=2,4,8" : "strategy.sp=1"),
                                  sweep::parse_vary("strategy.pp_schedule=1f1b,gpipe,interleaved"),
-                                 sweep::parse_vary("strategy.virtual_stages=1,2,4"),
-                                 sweep::parse_vary("strategy.micro_batch=1,2,4,8")});
+                                 sweep::parse_vary("strategy.virtual_stages=1,2,4")});
     sweep::RunOptions ro;
     ro.jobs = 2;
     const sweep::SweepTable all = sweep::run_sweep(kTiny, sets, grid, ro);
@@ -61,6 +67,7 @@ TEST(SearchBest, EqualsTheBestOfAnExhaustiveSimulation) {
   // micro-batches over global_batch / dp, sp > 1 without ulysses or ring_attention) are all
   // refused, as are the search's extra ones.
   EXPECT_EQ(simulated, r.valid);
+  EXPECT_GT(r.pruned.at(kPrunedByEstimate), 0u);  // points the estimate alone kept from simulation
   EXPECT_EQ(r.best[0].simulated.iteration_time_s, best);
 }
 

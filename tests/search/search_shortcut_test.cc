@@ -111,6 +111,22 @@ TEST(MemoryBound, NeverAboveThePlannersPeakOnTheMidSizeSpace) {
   EXPECT_GT(b.over_hbm, 0u);
 }
 
+TEST(MemoryBound, NeverAboveThePlannersPeakWithTheTensorParallelOverlapOn) {
+  // Transformer Engine's userbuffers overlap (software.tp_comm_overlap, shared/tp_overlap.cc): the
+  // layer probe's stored activations come from its chunked, ring-exchanged program; GPT 1.3B with
+  // Megatron sequence parallelism (the overlap's mode), every other layout axis searched.
+  const std::vector<std::string> sets = {"software.grad_reduce_overlap=true", "software.overlap_param_gather=false",
+                                         "software.tp_comm_overlap=true",     "strategy.tp_mode=1d",
+                                         "strategy.sp_mode=megatron",         "strategy.offload=none",
+                                         "cluster.hbm_gib=8"};
+  const BoundCheck b = check_bound(kGpt13, sets, 8);
+  std::cout << b.valid << " valid, " << b.with_activations << " with activations in the bound, "
+            << b.over_hbm_by_activations << " over HBM by them\n";
+  EXPECT_GT(b.valid, 100u);
+  EXPECT_GT(b.with_activations, 100u);
+  EXPECT_GT(b.compared_with_model_states, 0u);
+}
+
 TEST(MemoryBound, FollowsTheOptimizersStoredStateOnTheMidSizeSpace) {
   // software.master_params / optimizer_state_dtype (Apex's remainders; NeMo's bf16 moments): the
   // bound's optimizer bytes per element are master (4, 2 or 0) + 2 x the moments' dtype, so at
