@@ -169,7 +169,9 @@ uint64_t check_split_rules(const std::string& scenario, const std::vector<std::s
     const std::vector<std::string> sets_of_c = candidate_sets(c);
     ASSERT_FALSE(checker.check(sets_of_c, &point, &message)) << ::testing::PrintToString(sets_of_c);
     auto [at, fresh] = first.emplace(split_of(c), message);
-    if (!fresh) ASSERT_EQ(at->second, message) << ::testing::PrintToString(sets_of_c);
+    if (!fresh) {
+      ASSERT_EQ(at->second, message) << ::testing::PrintToString(sets_of_c);
+    }
   });
   EXPECT_LT(refused, points);  // some points pass the split rules
   return refused;
