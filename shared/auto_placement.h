@@ -8,25 +8,47 @@
 // and its updated parameter shard comes back up, as under offload optimizer. Only parameter chunks
 // are evicted.
 //
-// Which are evicted: AutoPlacementPolicy.evict_tensors (placement_policy.py:149-211) lets model data
-// use, in steady state, 0.9 x HBM (steady_cuda_cap_ratio, :137, :185) less the non-model data of
-// the coming period (:184); its victims are the chunks whose next use is furthest (Belady,
-// _sort_can_evict_chunks :213-222); it fails when it cannot free enough (:205-209). Here a warm-up
-// pass generates the program with every parameter chunk on the device and walks its memory task
-// by task; while the peak exceeds 0.9 x HBM, the device chunk whose next use after the peak task is
-// furthest moves to the host, and the program is generated and walked again. A chunk on the host
-// is gathered to the device before each pass that uses it (the next chunk prefetched,
-// shared/grad_sync.cc) and freed after. If even with every chunk on the host the peak exceeds the
-// cap, planning fails (out of memory) with the task, the bytes it needs and the bytes available.
+// Which are evicted, and when: per operator, as Gemini's GeminiZeROHook.pre_op
+// (gemini_hook.py:27-74) calls GeminiManager.adjust_layout (gemini_mgr.py:98-121), which asks for
+// the chunks the operator needs (_get_layout_info, :139-155: a chunk on the host needs all its
+// bytes on the device, a device chunk not gathered what it lacks of its shard) and lets
+// AutoPlacementPolicy.evict_tensors (placement_policy.py:149-211) free room: model data may use
+// 0.9 x HBM (steady_cuda_cap_ratio, :137, :185) less the non-model data of this period and the
+// next (next_period_non_model_data_usage, :184); the victims are the chunks on the device, not in
+// use, whose next use is furthest (Belady, _sort_can_evict_chunks :213-222); it fails when it
+// cannot free enough (:205-209). A chunk brought to the device stays there until an operator's
+// need evicts it (ChunkManager.access_chunk keeps it; only evict_tensors moves it down).
+//
+// tandem, where an "operator" is a parameter unit's forward or backward pass (ensure_params,
+// shared/grad_sync.cc: a kernel reads one unit's parameters) and the optimizer step is the last:
+//  1. A warm-up program (every chunk on the device, nothing moved) is walked task by task; the
+//     non-model bytes of an operator's period are the device bytes other than chunk parameters
+//     between its start and the next operator's, the most over its period and the next (Gemini's
+//     two sampling moments). Its sequence of needed chunks is Gemini's compute list.
+//  2. The program is generated again with eviction at every operator (adjust_layout,
+//     shared/auto_eviction.cc): if the chunk parameters on the device now, plus what the
+//     operator needs brought or gathered, plus its non-model bytes exceed the cap, chunks not in
+//     use are evicted furthest next use first (cyclic over the iteration: ties at the end of the
+//     iteration go by the next iteration's use). An evicted chunk's shard is copied down (d2h) and
+//     freed; when an operator needs it again it is copied up (h2d) and stays until evicted again
+//     or the optimizer step (the host Adam writes its host shard; the device copy is dropped and
+//     comes up at its first use in the next iteration: Gemini copies the updated parameters into
+//     the chunk still on the device instead, the same bytes one way per iteration).
+//  3. Chunks start the iteration on the device unless an eviction ever picked them: such a chunk
+//     lives on the host between iterations (GradBucket::on_host), and the plan is made again from
+//     the warm-up with it there, until no chunk that starts on the device is picked. So a chunk is
+//     either on the device for the whole iteration or moves as above.
+// Each period then holds at most the cap (its chunk parameters only shrink after its start, its
+// non-model bytes are the warm-up's), so the planned peak is under the cap; it is checked on the
+// result. If an operator's own chunks with its non-model bytes exceed the cap even with every
+// other chunk evicted, planning fails (out of memory) with the operator, the bytes it needs and
+// the bytes available.
 //
 // Gemini's own warm-up iteration (the first, which records the memory statistics) reserves 80 %
 // of HBM for non-model data (warmup_non_model_data_ratio 0.8, :136, :141, :179-181): model data
 // may use 0.2 x HBM, and it fails (:205-209) if the chunks one operator needs exceed that even
 // with every other chunk evicted. The largest chunk gathered is that need here (an operator reads
 // parameters of one unit, and a unit lies in one chunk): planning fails above 0.2 x HBM.
-//
-// Unlike Gemini, whose eviction happens during the step, a chunk's place is fixed for the whole
-// iteration: the plan is the placement Gemini would reach in its steady state at the peak.
 #pragma once
 
 #include <functional>
@@ -39,17 +61,50 @@ namespace tandem {
 inline constexpr double kAutoDeviceCapRatio = 0.9;  // GeminiPlugin steady_cuda_cap_ratio
 inline constexpr double kAutoWarmupModelDataRatio = 1 - 0.8;  // 1 - warmup_non_model_data_ratio
 
+// What the per-operator eviction reads (made from the warm-up, step 1 above).
+struct AutoOperatorPlan {
+  int64_t cap_bytes = 0;
+  std::vector<int64_t> non_model;     // per operator: the warm-up's non-model bytes (above)
+  std::vector<std::vector<int>> uses;  // per operator: the buckets it needs (Gemini's compute list)
+};
+
+// A chunk moved by the per-operator eviction.
+struct AutoMove {
+  int op = 0;       // the operator before which it moved
+  int bucket = 0;   // buckets are in backward order: bucket 0 is the last chunk
+  bool up = false;  // true: host to device; false: evicted (device to host)
+  int64_t bytes = 0;
+};
+
+// What the generator records while writing a rank's program under offload auto.
+struct AutoRecord {
+  std::vector<TaskId> op_start;              // per operator: its first task
+  std::vector<std::vector<int>> uses;        // per operator: the buckets it needs
+  std::vector<int> op_unit;                  // per operator: the unit, -1 for the optimizer step
+  std::vector<char> op_forward;              // per operator: a forward pass
+  std::vector<AutoMove> moves;
+  int victim = -1;         // a bucket that starts on the device and had to be evicted
+  int failed_op = -1;      // an operator whose own chunks do not fit
+  int64_t failed_need = 0, failed_non_model = 0;
+};
+
 struct AutoPlacement {
-  std::vector<bool> host;           // per chunk, in execution order
+  std::vector<bool> host;           // per chunk, in execution order: starts the iteration on the host
+  AutoOperatorPlan plan;            // empty when the warm-up fits (nothing moves)
+  std::vector<AutoMove> moves;      // rank 0's chunk moves per iteration
   int64_t peak_device_bytes = 0;    // of the program with this placement
   int64_t cap_bytes = 0;            // kAutoDeviceCapRatio * HBM
   int64_t warmup_peak_bytes = 0;    // every chunk on the device
 };
 
-// `generate(host)`: the program of the rank planned (one of identical ranks) with that placement;
-// `chunks`: how many chunks the layout has; `largest_chunk_bytes`: the largest chunk's parameters
-// gathered (0 when the chunks are kept gathered: Gemini never evicts those).
-AutoPlacement plan_auto_placement(const Scenario& scenario, int chunks, int64_t largest_chunk_bytes,
-                                  const std::function<Program(const std::vector<bool>& host)>& generate);
+// `generate(host, plan, record)`: the program of the rank planned (one of identical ranks) with
+// chunks `host` starting on the host, evicting per operator by `plan` (none when null), writing
+// what it did into `record`; `chunks`: how many chunks the layout has; `largest_chunk_bytes`: the
+// largest chunk's parameters gathered (0 when the chunks are kept gathered: Gemini never evicts
+// those).
+AutoPlacement plan_auto_placement(
+    const Scenario& scenario, int chunks, int64_t largest_chunk_bytes,
+    const std::function<Program(const std::vector<bool>& host, const AutoOperatorPlan* plan, AutoRecord* record)>&
+        generate);
 
 }  // namespace tandem

@@ -228,30 +228,38 @@ void emit_param_gathers(StepState& st) {
 }
 
 void ensure_params(StepState& st, int unit, bool forward) {
-  if (!any_gathered(st)) return;
   const int k = st.layout.bucket_of_unit[unit];
-  for (int t : touched_buckets(st, unit)) gather_bucket(st, t);
+  std::vector<int> needed = touched_buckets(st, unit);
   const int next = forward ? k - 1 : k + 1;
   if (next >= 0 && next < st.bucket_count() &&
       st.layout.buckets[next].chunk == st.layout.buckets[k].chunk)
-    gather_bucket(st, next);
+    needed.push_back(next);
+  adjust_layout(st, unit, forward, needed);  // offload auto (shared/auto_eviction.cc)
+  if (!any_gathered(st)) return;
+  for (int t : needed) gather_bucket(st, t);
 }
+
+namespace {
+
+// After its last use in a pass the whole chunk is freed; under offload auto without data
+// parallelism a host chunk's device copy is the whole chunk, kept until evicted.
+void release_gathered(StepState& st, int k) {
+  BucketBuffers& bb = st.bucket(k);
+  if (!(st.auto_record != nullptr && st.layout.buckets[k].on_host && grad_group_size(st) == 1)) st.release(bb.param);
+  bb.gathered = false;
+}
+
+}  // namespace
 
 void release_params_after(StepState& st, int unit, bool forward) {
   if (!any_gathered(st)) return;
   const int k = st.layout.bucket_of_unit[unit];
   const GradBucket& gb = st.layout.buckets[k];
   const int last = forward ? gb.units.front() : gb.units.back();
-  if (unit == last && st.bucket(k).gathered) {
-    st.release(st.bucket(k).param);
-    st.bucket(k).gathered = false;
-  }
+  if (unit == last && st.bucket(k).gathered) release_gathered(st, k);
   // A head sharing the embedding table: in the forward the table was gathered again for it.
   const int e = st.layout.bucket_of_unit.front();
-  if (forward && st.layout.units[unit].shares_embedding && st.bucket(e).gathered) {
-    st.release(st.bucket(e).param);
-    st.bucket(e).gathered = false;
-  }
+  if (forward && st.layout.units[unit].shares_embedding && st.bucket(e).gathered) release_gathered(st, e);
 }
 
 namespace {
@@ -470,6 +478,9 @@ void emit_optimizer(StepState& st) {
     if (reduced_after_backward(st, k)) sync_bucket(st, k, -1);
   free_grads_in_flight(st, 0);
   free_host_chunk_staging(st);
+  // offload auto: the optimizer step is the last operator; the host Adam writes the host shards.
+  drop_resident_host_chunks(st);
+  adjust_layout(st, -1, false, {});
   const int zero = zero_stage(st);
   const int e = dtype_bytes(st.dims.dtype);
   // Every stream that runs an Adam waits for the reductions (its step needs the found-inf flag and

@@ -9,6 +9,7 @@
 // iteration's gather. Under offload params the gradients stay on the device during the backward;
 // under offload auto each chunk's reduced gradient shard is on the host after every micro-batch
 // (grads_to_host, shared/grad_sync.cc).
+#include "shared/auto_placement.h"
 #include "shared/sequence_split.h"
 #include "shared/step_state.h"
 
@@ -29,12 +30,37 @@ void gather_host_chunk(StepState& st, int k, TaskId throttle) {
   auto after = [&](BufferId b, Stream s) {
     return throttle == kNoId ? st.program.alloc(b, s) : st.program.alloc(b, s, {throttle});
   };
+  const Buffer& shard = st.program.buffer_at(bb.host_param);
+  if (st.auto_record != nullptr) {
+    // offload auto: the device copy stays until evicted (shared/auto_eviction.cc), so it comes up
+    // only when not already there; with data parallelism it is then all-gathered into the chunk.
+    if (sharded && bb.staging == kNoId)
+      bb.staging = st.program.buffer(chunk_name(k, "param_shard_device"), shard.bytes, shard.dtype,
+                                     BufferRole::kParam);
+    const BufferId dev = sharded ? bb.staging : bb.param;
+    if (!bb.resident) {
+      after(dev, Stream::kH2D);
+      st.program.copy(CopyDirection::kH2D, bb.host_param, dev, Stream::kH2D);
+      bb.resident = true;
+      st.auto_record->moves.push_back({int(st.auto_record->op_start.size()) - 1, k, true, shard.bytes});
+    }
+    if (!sharded) return;
+    after(bb.param, Stream::kGradComm);
+    Collective c;
+    c.op = CollectiveOp::kAllGather;
+    c.group = grad_group(st);
+    c.bytes = st.program.buffer_at(bb.param).bytes;
+    c.dtype = shard.dtype;
+    c.phase = Phase::kForward;
+    c.buffers = {bb.staging, bb.param};
+    st.program.collective(std::move(c), Stream::kGradComm);
+    return;
+  }
   if (!sharded) {
     after(bb.param, Stream::kH2D);
     st.program.copy(CopyDirection::kH2D, bb.host_param, bb.param, Stream::kH2D);
     return;
   }
-  const Buffer& shard = st.program.buffer_at(bb.host_param);
   if (bb.staging == kNoId)
     bb.staging = st.program.buffer(chunk_name(k, "param_shard_device"), shard.bytes, shard.dtype,
                                    BufferRole::kParam);

@@ -19,6 +19,10 @@ class StepGenerator : public ProgramGenerator {
   Program generate(int rank) const override;
   // offload auto: the chunks on the host (shared/auto_placement.h).
   void set_host_chunks(std::vector<bool> host) { host_ = std::move(host), auto_ = true; }
+  // offload auto: the per-operator eviction (empty: none) and where to record it (planning only).
+  void set_operator_plan(AutoOperatorPlan plan, AutoRecord* record = nullptr) {
+    plan_ = std::move(plan), record_ = record;
+  }
 
  private:
   void forward(StepState& st, int chunk, int mb) const;
@@ -28,6 +32,8 @@ class StepGenerator : public ProgramGenerator {
   const RankGrid& grid_;
   std::vector<bool> host_;
   bool auto_ = false;
+  AutoOperatorPlan plan_;
+  AutoRecord* record_ = nullptr;
 };
 
 // Transformer Engine's fp8_autocast wraps a chunk's transformer layers (Megatron-Core's
@@ -120,6 +126,11 @@ void StepGenerator::backward(StepState& st, int chunk, int mb) const {
 
 Program StepGenerator::generate(int rank) const {
   StepState st(sc_, grid_, rank, auto_ ? &host_ : nullptr);
+  AutoRecord record;
+  if (auto_) {
+    st.auto_record = record_ != nullptr ? record_ : &record;
+    if (!plan_.uses.empty()) st.auto_plan = &plan_;
+  }
   // About 90 tasks and 30 buffers per layer and micro-batch (measured on the GPT generators).
   const size_t work = size_t(st.micro_batches) * (st.layout.units.size() + 2);
   st.program.reserve(work * 100 + 1024, work * 40 + 1024);
@@ -137,21 +148,27 @@ Program StepGenerator::generate(int rank) const {
 
 }  // namespace
 
+AutoPlacement plan_offload_auto(const Scenario& sc, const RankGrid& grid) {
+  const ParamLayout layout = make_param_layout(sc, 0, 0);
+  int64_t largest = 0;  // a chunk's parameters gathered; chunks kept gathered are never evicted
+  for (const GradBucket& b : layout.buckets)
+    if (b.host_optimizer) largest = std::max(largest, b.elements * dtype_bytes(sc.strategy.dtype));
+  return plan_auto_placement(sc, int(layout.buckets.size()), largest,
+                             [&](const std::vector<bool>& host, const AutoOperatorPlan* plan, AutoRecord* record) {
+                               StepGenerator g(sc, grid);
+                               g.set_host_chunks(host);
+                               g.set_operator_plan(plan != nullptr ? *plan : AutoOperatorPlan{}, record);
+                               return g.generate(0);
+                             });
+}
+
 std::unique_ptr<ProgramGenerator> make_step_generator(const Scenario& sc, const RankGrid& grid,
                                                       const std::vector<ProcessGroup>&) {
-  const StrategySpec& s = sc.strategy;
-  const std::string where = sc.origin + ": ";
   auto gen = std::make_unique<StepGenerator>(sc, grid);
-  if (s.offload == Offload::kAuto) {
-    const ParamLayout layout = make_param_layout(sc, 0, 0);
-    int64_t largest = 0;  // a chunk's parameters gathered; chunks kept gathered are never evicted
-    for (const GradBucket& b : layout.buckets)
-      if (b.host_optimizer) largest = std::max(largest, b.elements * dtype_bytes(s.dtype));
-    gen->set_host_chunks(plan_auto_placement(sc, int(layout.buckets.size()), largest, [&](const std::vector<bool>& host) {
-                           StepGenerator g(sc, grid);
-                           g.set_host_chunks(host);
-                           return g.generate(0);
-                         }).host);
+  if (sc.strategy.offload == Offload::kAuto) {
+    AutoPlacement placement = plan_offload_auto(sc, grid);
+    gen->set_host_chunks(std::move(placement.host));
+    gen->set_operator_plan(std::move(placement.plan));
   }
   return gen;
 }

@@ -14,10 +14,15 @@
 #include <memory>
 #include <vector>
 
+#include "shared/auto_placement.h"
 #include "shared/rank_grid.h"
 #include "shared/schedule.h"
 
 namespace tandem {
+
+// strategy.offload auto: the chunks' placement and the per-operator moves the generator makes
+// (shared/auto_placement.h), planned on rank 0.
+AutoPlacement plan_offload_auto(const Scenario& scenario, const RankGrid& grid);
 
 // Throws Error naming the strategy field when no generator covers the scenario.
 std::unique_ptr<ProgramGenerator> make_step_generator(const Scenario& scenario, const RankGrid& grid,

@@ -17,6 +17,9 @@
 
 namespace tandem {
 
+struct AutoOperatorPlan;  // shared/auto_placement.h
+struct AutoRecord;
+
 // Local sizes of one micro-batch on this rank.
 struct StepDims {
   int64_t n = 0;        // tokens of a micro-batch: micro_batch * seq
@@ -100,6 +103,9 @@ struct BucketBuffers {
   // offload params, a chunk on the host: the host buffer it is gathered from (its shard under
   // ZeRO-3, the whole chunk without data parallelism) and the device copy of the shard.
   BufferId host_param = kNoId, staging = kNoId;
+  // offload auto, a chunk on the host: its device copy (staging with data parallelism, else
+  // param) is allocated now (shared/auto_eviction.cc).
+  bool resident = false;
 };
 
 // One rank's program while the step generator writes it. The public constants say what the
@@ -134,6 +140,10 @@ class StepState {
   // offload params/auto under ZeRO-3: the device copy of the last host chunk's shard gathered,
   // freed before the next one is allocated (gather_host_chunk, shared/offload_emitter.cc).
   BufferId staging_in_use = kNoId;
+  // offload auto: the per-operator eviction's inputs (null: none, as in the warm-up) and what the
+  // generator records (null: not offload auto) (shared/auto_placement.h, auto_eviction.cc).
+  const AutoOperatorPlan* auto_plan = nullptr;
+  AutoRecord* auto_record = nullptr;
 
   GroupId tp_group() const { return groups.tp(coord); }
   GroupId sp_group() const { return groups.sp(coord); }
@@ -288,7 +298,12 @@ void emit_optimizer(StepState& st);
 // shard on the host (`downloaded`: a copy the step frees), after task `wait`.
 void gather_host_chunk(StepState& st, int k, TaskId throttle);
 void host_chunk_step(StepState& st, int k, BufferId hgrad, bool downloaded, int64_t n, TaskId wait);
-void free_host_chunk_staging(StepState& st);  // the last host chunk shard copy gathered, if any
+void free_host_chunk_staging(StepState& st);
+// offload auto (shared/auto_eviction.cc): Gemini's adjust_layout before an operator that needs
+// buckets `needed` (unit -1: the optimizer step); and, before the optimizer step, the device
+// copies of the chunks that live on the host dropped (the host Adam writes their host shard).
+void adjust_layout(StepState& st, int unit, bool forward, const std::vector<int>& needed);
+void drop_resident_host_chunks(StepState& st);  // the last host chunk shard copy gathered, if any
 // fp8_state.cc: strategy.dtype fp8, the FP8 weight copies and the scaling state of every layer.
 void emit_fp8_state(StepState& st);
 // The amax reduction at the end of a chunk's forward (forward) or backward of micro-batch mb.

@@ -232,6 +232,13 @@ double ComputeCostModel::gap_s(const Compute& c) const {
   return calibrated ? calibration_->task_overhead_s() : 0;
 }
 
+HostAdamTime ComputeCostModel::host_flow(const Compute& c) const {
+  if (cluster_.host_memory_bandwidth_gbps <= 0 || c.kernel == Kernel::kOpaque) return {};
+  if (calibration_ && (calibration_->find(c) >= 0 || calibration_->host_time(c) >= 0)) return {};
+  return host_adam_time(cluster_, ranks_on_node(cluster_), c.kernel == Kernel::kAdam ? double(c.dims[0]) : 0.0,
+                        c.bytes_moved());
+}
+
 double ComputeCostModel::time_s(const Compute& c, bool on_host) const {
   if (c.kernel == Kernel::kOpaque) return opaque_s(c, on_host);
   if (calibration_) {

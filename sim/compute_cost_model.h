@@ -20,6 +20,7 @@
 #include <tuple>
 
 #include "shared/schedule.h"
+#include "sim/host_adam_cost.h"
 #include "sim/host_collective_model.h"
 #include "sim/host_compute_model.h"
 #include "sim/host_memory_model.h"
@@ -72,6 +73,10 @@ class ComputeCostModel {
                    const CalibrationTable* calibration = nullptr);
   // Seconds on the GPU (or on the host CPU when `on_host`).
   double time_s(const Compute& c, bool on_host = false) const;
+  // A host-stream task whose memory traffic the replay runs as a flow on the node's host memory
+  // (sim/platform_builder.h): its terms with the cluster's host figures when it is not calibrated,
+  // else both 0. The replay's flow then shares the node's memory with its copies in time.
+  HostAdamTime host_flow(const Compute& c) const;
   // A device-to-device copy: read and write through HBM.
   double d2d_copy_s(int64_t bytes) const;
   // Host time to issue the kernels of a compute task (software.host_dispatch_us per kernel; 0 with

@@ -100,7 +100,8 @@ void FlowLauncher::launch(uint32_t op, double now) {
     }
     o.plan = std::move(plan);
   } else {
-    if (o.bytes <= 0 || o.direction == CopyDirection::kD2D) return timers_.net_op_done(now, op);
+    if (o.bytes <= 0 || o.direction == CopyDirection::kD2D)
+      return timers_.net_op_done(o.kind == NetOp::kHostMemory ? std::max(now, o.not_before_s) : now, op);
     auto plan = std::make_shared<CollectivePlan>();
     plan->phases.emplace_back();
     o.plan = plan;
@@ -124,7 +125,7 @@ void FlowLauncher::add_flow(sg::CommPtr c, uint32_t op, uint32_t slot, Links lin
 
 void FlowLauncher::start_phase(uint32_t op, double now) {
   NetOp& o = ops_[op];
-  if (o.kind == NetOp::kCopy) {
+  if (o.kind == NetOp::kCopy || o.kind == NetOp::kHostMemory) {
     const bool h2d = o.direction == CopyDirection::kH2D;
     o.shadows.clear();
     for (uint32_t lane = 0; lane < o.lanes; ++lane) {
@@ -133,9 +134,11 @@ void FlowLauncher::start_phase(uint32_t op, double now) {
         o.shadows.emplace_back();
         continue;
       }
-      sg::Host* gpu = platform_.pcie(rank);
       sg::Host* cpu = platform_.cpu_of(rank);
-      sg::CommPtr c = sg::Comm::sendto_async(h2d ? cpu : gpu, h2d ? gpu : cpu, uint64_t(o.bytes));
+      // A host Adam's traffic: from the rank's share of host memory through the node's memory.
+      sg::Host* gpu = o.kind == NetOp::kHostMemory ? platform_.host_adam(rank) : platform_.pcie(rank);
+      sg::CommPtr c = o.kind == NetOp::kHostMemory ? sg::Comm::sendto_async(gpu, cpu, uint64_t(o.bytes))
+                                                   : sg::Comm::sendto_async(h2d ? cpu : gpu, h2d ? gpu : cpu, uint64_t(o.bytes));
       ++result_.simgrid_flows;
       if (lane) o.shadows.push_back(std::move(c));
       else add_flow(std::move(c), op, 0, Links{kUntracked, kUntracked});
@@ -174,6 +177,7 @@ void FlowLauncher::phase_flows_done(uint32_t op, double now) {
     const double latency = schedule_.scenario().cluster.pcie_latency_us * 1e-6;
     return timers_.net_op_done(now + latency, op);
   }
+  if (o.kind == NetOp::kHostMemory) return timers_.net_op_done(std::max(now, o.not_before_s), op);
   const CommPhase& p = o.plan->phases[o.phase];
   double latency = p.nvlink_hops * (fabric_.nvlink_latency_s + o.cost.nvlink_hop_s) +
                    p.network_hops * (fabric_.nic_latency_s + o.cost.network_hop_s);
@@ -216,7 +220,7 @@ void FlowLauncher::flow_done(size_t index, double now) {
     const double t = sg::Engine::get_clock();
     for (uint32_t lane = 1; lane < o.lanes; ++lane) {
       sg::CommPtr& c = o.shadows[(lane - 1) * o.lane_flows + slot];
-      const Links l = o.kind == NetOp::kCopy ? Links{kUntracked, kUntracked}
+      const Links l = o.kind == NetOp::kCopy || o.kind == NetOp::kHostMemory ? Links{kUntracked, kUntracked}
                                               : links_of(o.plan->phases[o.phase].flows[lane * o.lane_flows + slot]);
       if (!c) {  // the image of a simulated flow (flow quotient): it ends with lane 0's, as they do
         --o.outstanding;

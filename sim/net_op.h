@@ -1,4 +1,5 @@
-// A network operation in the replay: a collective, a p2p message or a host<->device copy, from
+// A network operation in the replay: a collective, a p2p message, a host<->device copy or a host
+// Adam's memory traffic (a flow on the node's host memory, sim/platform_builder.h), from
 // the moment its first party posts it until its last phase's flows and latency are over; and the
 // pool that recycles them (ops are created and finished millions of times in a large replay).
 //
@@ -27,7 +28,7 @@ struct Party {
 };
 
 struct NetOp {
-  enum Kind : uint8_t { kCollective, kP2P, kCopy };
+  enum Kind : uint8_t { kCollective, kP2P, kCopy, kHostMemory };
   Kind kind = kCollective;
   uint8_t component = 0;  // sim/cost_component.h Component, set at launch
   bool in_use = false;
@@ -35,10 +36,11 @@ struct NetOp {
   size_t expected = 0;  // parties before it launches
   GroupId group = kNoId;
   const Collective* collective = nullptr;
-  int src = 0, dst = 0;  // p2p ranks; copy: src = the GPU
+  int src = 0, dst = 0;  // p2p ranks; copy, host memory: src = the GPU
   int64_t bytes = 0;
   int32_t tag = 0;
   CopyDirection direction = CopyDirection::kH2D;
+  double not_before_s = 0;  // host memory: the op ends no earlier (the step's compute time)
   std::shared_ptr<const CollectivePlan> plan;
   ProtocolCost cost;
   size_t phase = 0;

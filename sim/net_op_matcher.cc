@@ -111,4 +111,18 @@ uint32_t NetOpMatcher::post_copy(RankState& r, TaskId id, const Copy& c, double 
   return op;
 }
 
+uint32_t NetOpMatcher::post_host_memory(RankState& r, TaskId id, int64_t bytes, double compute_s, uint8_t component,
+                                        double now) {
+  const uint32_t op = ops_.create();
+  NetOp& o = ops_[op];
+  o.kind = NetOp::kHostMemory;
+  o.src = r.rank;
+  o.bytes = bytes;
+  o.not_before_s = now + compute_s;
+  o.component = component;
+  o.expected = 1;
+  o.parties.push_back({r.unit, id, now});
+  return op;
+}
+
 }  // namespace tandem::sim

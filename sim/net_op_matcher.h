@@ -31,6 +31,9 @@ class NetOpMatcher {
   uint32_t post_collective(RankState& r, TaskId id, const Collective& c, double now);
   uint32_t post_p2p(RankState& r, TaskId id, const SendRecv& s, double now);
   uint32_t post_copy(RankState& r, TaskId id, const Copy& c, double now);
+  // A host Adam (ProgramInfo::host_flows): its memory traffic as a flow, ending no earlier than
+  // `compute_s` after `now`; `component` is the task's cost component.
+  uint32_t post_host_memory(RankState& r, TaskId id, int64_t bytes, double compute_s, uint8_t component, double now);
 
  private:
   struct PairQueue {

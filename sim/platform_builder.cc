@@ -6,6 +6,7 @@
 #include <simgrid/s4u.hpp>
 
 #include "shared/error.h"
+#include "sim/host_adam_cost.h"
 #include "sim/replay_progress.h"
 
 namespace tandem::sim {
@@ -120,6 +121,19 @@ Platform::Platform(const ClusterSpec& c, int world_size, const NetworkEfficiency
       }
       attach_pcie(node, pcie_[g]->get_netpoint(), name + ".pcie", c.pcie_bandwidth_gbps * kGB * eff.pcie, to_host,
                   from_host);
+      if (memory) {
+        // The host Adam's memory traffic: the rank's share of the node's memory (as
+        // sim/host_adam_cost.h divides it: every rank of the node steps at once), then the
+        // node's memory link, shared with every copy of the node.
+        if (host_adam_.empty()) host_adam_.resize(world_size, nullptr);
+        host_adam_[g] = node->create_host(name + ".host_adam", 1.0);
+        sg::Link* share = node->create_link(name + ".host_adam",
+                                            c.host_memory_bandwidth_gbps * kGB / ranks_on_node(c))
+                              ->set_latency(0)
+                              ->seal();
+        node->add_route(host_adam_[g]->get_netpoint(), nullptr, nullptr, nullptr,
+                        {sg::LinkInRoute(share), sg::LinkInRoute(memory)}, false);
+      }
     }
   }
   node->seal();

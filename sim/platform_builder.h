@@ -7,6 +7,10 @@
 //                cluster.gpus_per_pcie_switch > 1 also its switch's uplink (shared by the switch's
 //                GPUs, one link per direction), and with cluster.host_memory_bandwidth_gbps the
 //                node's host memory (one link for both directions, shared by every copy of the node)
+//   gpu<r>.host_adam  with cluster.host_memory_bandwidth_gbps: where the rank's host Adam streams
+//                its memory traffic from (sim/host_adam_cost.h): its share of the node's host
+//                memory (bandwidth / ranks of the node, the cores it has), then the node's host
+//                memory link, which the node's copies cross too; a flow to cpu<n>
 //   nic<n>.<k>   the k-th NIC of node n in the inter-node fabric: own up/down link to its leaf
 // GPU g of a node uses NIC g * nics_per_node / gpus_per_node (one per GPU on DGX-style nodes).
 // The inter-node fabric is a two-level tree: leaves group `nodes_per_leaf` nodes (fat-tree: all
@@ -57,6 +61,8 @@ class Platform {
   simgrid::s4u::Host* pcie(int gpu) const { return pcie_[gpu]; }
   simgrid::s4u::Host* cpu_of(int gpu) const { return cpu_[node_of(gpu)]; }
   simgrid::s4u::Host* nic_of(int gpu) const { return nic_[nic_index(gpu)]; }
+  // The rank's host Adam memory traffic starts here (null: the cluster gives no host memory figure).
+  simgrid::s4u::Host* host_adam(int gpu) const { return host_adam_.empty() ? nullptr : host_adam_[gpu]; }
 
   int gpus_per_node() const { return gpn_; }
   int nics_per_node() const { return nics_; }
@@ -74,7 +80,7 @@ class Platform {
   bool leaves_ = false;
   int nics_ = 1;
   simgrid::s4u::Host* driver_ = nullptr;
-  std::vector<simgrid::s4u::Host*> nvl_, pcie_, cpu_, nic_;
+  std::vector<simgrid::s4u::Host*> nvl_, pcie_, cpu_, nic_, host_adam_;
 };
 
 }  // namespace tandem::sim

@@ -58,6 +58,9 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
     }
     if (const auto* c = std::get_if<Compute>(&t.op)) {
       info->cost_s[i] = costs.time_s(*c, t.stream == Stream::kHost);
+      if (t.stream == Stream::kHost)
+        if (const HostAdamTime h = costs.host_flow(*c); h.memory_s > 0)
+          info->host_flows[t.id] = {int64_t(c->bytes_moved()), h.compute_s};
       if (t.stream == Stream::kCompute) {
         info->cost_s[i] += memory_pending_s, memory_pending_s = 0, last_kernel = i;
         if (!memory_pending.empty()) info->memory_ops_of[t.id] = std::move(memory_pending), memory_pending.clear();
@@ -133,6 +136,7 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
       const Task& t = program.tasks[list[j]];
       const Task& u = program.tasks[list[j + 1]];
       if (!is_compute_like(t) || !is_compute_like(u) || waited_on[t.id]) continue;
+      if (info->host_flows.count(t.id) || info->host_flows.count(u.id)) continue;
       bool ok = true;
       for (TaskId d : u.deps) {
         if (d == t.id || (program.tasks[d].stream == u.stream && pos[d] < j)) continue;

@@ -44,6 +44,14 @@ struct ProgramInfo {
   // The replay runs it on the compute stream before the kernel (after the kernel's Allocs/Frees)
   // and records the kernel after it. Empty when no kernel has one.
   std::vector<double> gap_s;
+  // Host-stream compute whose memory traffic is a flow on the node's host memory (the cluster's
+  // host figures, uncalibrated: sim/host_adam_cost.h): by task, the bytes and the compute term
+  // (the task ends when both are done). Never fused with its neighbours.
+  struct HostFlow {
+    int64_t bytes = 0;
+    double compute_s = 0;
+  };
+  std::unordered_map<TaskId, HostFlow> host_flows;
 };
 
 // The recorded times of a kernel with Allocs/Frees charged to it (ProgramInfo::memory_ops_of) or a

@@ -199,6 +199,10 @@ void ReplayEngine::start_task(RankState& r, TaskId id) {
   }
   r.busy |= 1u << s;
   r.busy_since[s] = now_;
+  if (!r.info->host_flows.empty() && t.stream == Stream::kHost)
+    if (auto f = r.info->host_flows.find(id); f != r.info->host_flows.end())  // sim/program_info.h
+      return launch(matcher_->post_host_memory(r, id, f->second.bytes, f->second.compute_s,
+                                               uint8_t(r.info->component[id]), now_));
   if (is_compute_like(t)) {
     // A compute-stream kernel starts when the stream, its deps and the host allow: the host issues
     // kernels one after another, dispatch_s each (0 with CUDA graphs), never waiting for the GPU.
@@ -243,7 +247,7 @@ void ReplayEngine::launch(uint32_t op) {
   for (const Party& p : o.parties) {
     RankState& r = ranks_[p.unit];
     r.account(now_);
-    if (o.kind == NetOp::kCopy) ++r.offloading;
+    if (o.kind == NetOp::kCopy || o.kind == NetOp::kHostMemory) ++r.offloading;
     else ++r.communicating;
     ++r.active[o.component];
   }
@@ -252,6 +256,7 @@ void ReplayEngine::launch(uint32_t op) {
 
 Component ReplayEngine::component_of(const NetOp& o) {
   if (o.kind == NetOp::kCopy) return Component::kPcie;
+  if (o.kind == NetOp::kHostMemory) return static_cast<Component>(o.component);  // the host task's
   if (o.kind == NetOp::kP2P) return Component::kP2P;
   if (group_crosses_nodes_.size() <= o.group) group_crosses_nodes_.resize(schedule_.groups().size(), -1);
   int8_t& crosses = group_crosses_nodes_[o.group];
@@ -305,7 +310,7 @@ void ReplayEngine::compute_done(const Timer& t) {
 
 void ReplayEngine::complete_op(uint32_t op) {
   std::vector<Party> parties = std::move(ops_[op].parties);
-  const bool copy = ops_[op].kind == NetOp::kCopy;
+  const bool copy = ops_[op].kind == NetOp::kCopy || ops_[op].kind == NetOp::kHostMemory;
   const uint8_t component = ops_[op].component;
   ops_.release(op);
   for (const Party& p : parties) {

@@ -132,6 +132,15 @@ const Strategy kStrategies[] = {
     {"dp2_zero3_offload_auto_hbm", "-n 2 --set strategy.zero_stage=3 --set strategy.offload=auto "
                                    "--set cluster.hbm_gib=0.003 --set strategy.chunk_min_m=0 "
                                    "--set strategy.chunk_search_range_m=0"},
+    // Per-operator eviction worked by hand (OffloadAuto.EvictsPerOperatorFurthestNextUseFirst,
+    // tests/shared/offload_schedule_test.cc): the tiny GPT at hidden 256, one 8-token sequence,
+    // full recompute, 0.0245 GiB: L0, L3 and the head's chunks move up and down during the step.
+    {"offload_auto_per_operator",
+     "-n 1 --set strategy.offload=auto --set cluster.hbm_gib=0.0245 --set strategy.chunk_min_m=0 "
+     "--set strategy.chunk_search_range_m=0 --set model.hidden=256 --set model.seq_len=8 "
+     "--set strategy.micro_batch=1 --set strategy.global_batch=1 --set strategy.recompute=full",
+     "-n 1 --set model.hidden=256 --set model.seq_len=8 --set strategy.micro_batch=1 --set strategy.global_batch=1 "
+     "--set strategy.recompute=full"},
 };
 
 void PrintTo(const Strategy& s, std::ostream* os) { *os << s.name; }

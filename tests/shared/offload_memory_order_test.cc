@@ -37,6 +37,8 @@ std::vector<std::vector<std::string>> offload_configs() {
       with(kChunks, {"strategy.offload=auto"}),
       with(kChunks, {"strategy.offload=auto", "cluster.hbm_gib=0.003"}),
       with(kChunks, {"cluster.gpus=2", "strategy.zero_stage=3", "strategy.offload=auto", "cluster.hbm_gib=0.003"}),
+      with(kChunks, {"strategy.offload=auto", "cluster.hbm_gib=0.0245", "model.hidden=256", "model.seq_len=8",
+                     "strategy.micro_batch=1", "strategy.global_batch=1", "strategy.recompute=full"}),
   };
 }
 

@@ -12,6 +12,7 @@
 // chunks before each, all under 3) -> the embedding, L0 and L1.
 #include <gtest/gtest.h>
 
+#include <tuple>
 #include <variant>
 
 #include "shared/chunk_layout.h"
@@ -19,6 +20,7 @@
 #include "shared/memory_timeline.h"
 #include "shared/param_layout.h"
 #include "shared/plan_summary.h"
+#include "shared/step_generator.h"
 #include "tests/shared/schedule_test_util.h"
 
 namespace tandem {
@@ -213,21 +215,37 @@ TEST(OffloadAuto, EvictsParameterChunksUntilThePeakIsUnderTheCap) {
     EXPECT_EQ(m.at_peak[BufferRole::kOptimizer], 0) << gpus;
     const Schedule warmup(testing::tiny(with(sets, {"cluster.hbm_gib=80"})));
     EXPECT_GT(memory_profile(warmup, 0).peak_device_bytes, cap) << gpus;
-    // Bytes per iteration, from the placement: a rank moves shards of kChunkBytes / gpus, over
-    // mb micro-batches (global batch 8 / micro-batch 2 / gpus). Every chunk's gradient shard goes
-    // down every micro-batch and comes back up to be added to from the second on. A host chunk's
-    // parameters come up before each pass that uses it: mb x (forward + backward), and the
-    // embedding chunk (bucket 5) once more per forward for the tied head; a device chunk's once,
-    // after the host Adam.
+    // Bytes per iteration: a rank moves shards of kChunkBytes / gpus, over mb micro-batches (global
+    // batch 8 / micro-batch 2 / gpus). Every chunk's gradient shard goes down every micro-batch and
+    // comes back up to be added to from the second on; a chunk that starts on the device gets its
+    // updated parameters up after the host Adam; the others move as the plan's per-operator moves
+    // (one shard each): such a chunk comes up at least once (it is used) and goes down once less
+    // when its device copy is there at the step (dropped), else as often; a device chunk never moves.
+    const AutoPlacement a = plan_offload_auto(s.scenario(), s.grid());
     int host = 0;
     for (int k = 0; k < 6; ++k) host += params_on_host(p, k);
     EXPECT_GT(host, 0) << gpus;
     EXPECT_LT(host, 6) << gpus;
     const int64_t shard = kChunkBytes / gpus;
     const int mb = 8 / 2 / gpus;
-    const int64_t up = mb * (2 * host + (params_on_host(p, 5) ? 1 : 0)) + (6 - host) + (mb - 1) * 6;
-    EXPECT_EQ(moved(p).h2d, up * shard) << gpus;
-    EXPECT_EQ(moved(p).d2h, mb * 6 * shard) << gpus;
+    std::vector<int> ups(6, 0), downs(6, 0);
+    for (const AutoMove& v : a.moves) {
+      EXPECT_EQ(v.bytes, shard) << gpus;
+      (v.up ? ups : downs)[size_t(v.bucket)]++;
+    }
+    int up = 0, down = 0;
+    for (int k = 0; k < 6; ++k) {
+      up += ups[size_t(k)], down += downs[size_t(k)];
+      if (params_on_host(p, k)) {
+        EXPECT_GE(ups[size_t(k)], 1) << gpus << " " << k;
+        EXPECT_GE(ups[size_t(k)] - downs[size_t(k)], 0) << gpus << " " << k;
+        EXPECT_LE(ups[size_t(k)] - downs[size_t(k)], 1) << gpus << " " << k;
+      } else {
+        EXPECT_EQ(ups[size_t(k)] + downs[size_t(k)], 0) << gpus << " " << k;
+      }
+    }
+    EXPECT_EQ(moved(p).h2d, ((mb - 1) * 6 + (6 - host) + up) * shard) << gpus;
+    EXPECT_EQ(moved(p).d2h, (mb * 6 + down) * shard) << gpus;
   }
 }
 
@@ -255,13 +273,10 @@ TEST(OffloadAuto, WarmupLimitsModelDataToAFifthOfHbm) {
 
 TEST(OffloadAuto, FailsWithTheTaskAndTheBytesWhenNothingFits) {
   // 0.002 GiB: the cap is 0.9 * 2 147 483 = 1 932 735 bytes (0.2 x HBM = 429 496 holds a chunk, so
-  // the warm-up check passes). With every chunk on the host the peak is in the last layer's
-  // backward (the first after the head's): the layer's chunk, the next layer's (prefetched) and
-  // the embedding's (the tied table, gathered for the head's backward and kept until the
-  // embedding's) gathered (3 chunks), and three gradients: the layer's, the embedding's (written
-  // from the head's backward on) and the head chunk's, whose copy to the host is in flight until
-  // the next layer's gradient is allocated (at most two chunks in flight): 6 chunks of model data
-  // besides the non-model bytes the message names.
+  // the warm-up check passes). The head's backward (operator 6: the 6 forward passes before it)
+  // needs the head's chunk, the embedding's (the tied table) and L3's (the next, prefetched):
+  // with every other chunk evicted, 3 chunks of model data besides the non-model bytes (the
+  // head's and the table's gradients and the activations) the message names, over the cap.
   try {
     Schedule s(testing::tiny(with(kAuto, {"cluster.hbm_gib=0.002"})));
     FAIL() << "no error";
@@ -274,11 +289,90 @@ TEST(OffloadAuto, FailsWithTheTaskAndTheBytesWhenNothingFits) {
     ASSERT_NE(b, std::string::npos) << w;
     const int64_t needs = std::stoll(w.substr(a + 6));
     const int64_t non_model = std::stoll(w.substr(w.rfind('(', b) + 1));
-    EXPECT_EQ(needs - non_model, 6 * kChunkBytes) << w;
-    EXPECT_NE(w.find("allocating L3."), std::string::npos) << w;
+    EXPECT_EQ(needs - non_model, 3 * kChunkBytes) << w;
+    EXPECT_NE(w.find("operator 6 (the backward of parameter unit 5)"), std::string::npos) << w;
     EXPECT_GT(needs, 1932735) << w;
   }
 }
 
+// Per-operator eviction (Gemini's pre_op / adjust_layout / evict_tensors: shared/auto_placement.h)
+// worked by hand. The tiny GPT widened to hidden 256 (ffn 1024), one rank, one micro-batch of one
+// 8-token sequence, full recompute, so that the chunks dwarf the activations. Units: embedding
+// 256 x 256 = 65 536 elements; a layer 4 x 256 + 4 x 256^2 + 2 x 256 x 1024 = 787 456; the head's
+// final norm 512. Chunk size: the largest unit, already a multiple of the interval 256 (3076 x
+// 256); next-fit gives 6 chunks, [embedding] [L0] .. [L3] [head], of C = 787 456 x 4 = 3 149 824
+// bytes. Buckets in backward order: B0 head, B1 L3, B2 L2, B3 L1, B4 L0, B5 embedding.
+// Operators (a unit's pass, then the optimizer), with the buckets each needs: its own, the tied
+// table for the head, and the next bucket, prefetched (ensure_params, shared/grad_sync.cc):
+// 0 emb fwd {B5, B4}, 1 L0 {B4, B3}, 2 L1 {B3, B2}, 3 L2 {B2, B1}, 4 L3 {B1, B0}, 5 head fwd {B0, B5},
+// 6 head bwd {B0, B5, B1}, 7 L3 bwd {B1, B2}, 8 L2 {B2, B3}, 9 L1 {B3, B4}, 10 L0 {B4, B5},
+// 11 emb bwd {B5}, 12 step {}.
+// Non-model bytes per operator: the gradients (whole chunks, auto without data parallelism) plus
+// activations a (a few 8 x 256 and 8 x 1024 fp32 tensors and the 8 x 256 logits under full
+// recompute: a few hundred KB, well under C / 2). Forward: a. Op 6: B0's and B5's gradients, 2C + a.
+// Ops 7-10: the layer's gradient, B5's (written since the head's backward) and the previous
+// chunk's, still in flight to the host (two chunks in flight: free_grads_in_flight): 3C + a.
+// Op 11: B5's and the last two layers' in flight: 3C + a. Op 12: a.
+// Cap: 0.9 x HBM (0.0245 GiB) = 7.52 C. A check at an operator: chunks resident + those it
+// brings + its non-model bytes <= cap; the victims are furthest next use first, counted around
+// the iteration (13 operators).
+// The warm-up (all 6 resident) peaks at 6C + 3C + a > cap: plan. Round 1, all start on the device:
+// op 6 needs 6C + 2C + a: evict one of B2 (next use op 7: 1 on), B3 (2), B4 (3): B4, which starts on
+// the device, so it starts on the host next round. Round 2: B4 comes up at op 0 and is evicted at
+// op 6 (7C + a fits); op 7 (5C + 3C + a) needs one more: B0 (next use op 4 of the next iteration:
+// 10 on), B3 (1), B5 (3): B0, on the device: next round. Round 3: B4 up at 0, B0 up at 4; op 6
+// evicts B4, op 7 evicts B0 (7C + a); op 9 brings B4 (4C held + C + 3C + a): B1 (next use op 3 of
+// the next iteration: 7 on), B2 (6), B5 (1): B1, on the device: next round. Round 4 (B0, B1, B4 on
+// the host): up B4 at op 0, B1 at op 3, B0 at op 4 (6C + a); op 6 evicts B4 (furthest of B2, B3,
+// B4), op 7 evicts B0 (furthest of B0, B3, B5); op 9 evicts B1 (7 on, before B2 6, B5 1) and brings
+// B4 (3C + C + 3C + a); ops 10-11 hold 4C + 3C + a; the step drops B4's device copy (the host Adam
+// writes the host shard). No chunk that starts on the device was picked: done.
+TEST(OffloadAuto, EvictsPerOperatorFurthestNextUseFirst) {
+  const Scenario sc = tiny(with(kAuto, {"model.hidden=256", "model.seq_len=8", "strategy.micro_batch=1",
+                                        "strategy.global_batch=1", "strategy.recompute=full",
+                                        "cluster.hbm_gib=0.0245"}));
+  constexpr int64_t C = 787456 * 4;
+  const int64_t cap = int64_t(0.9 * double(sc.cluster.hbm_bytes()));
+  const Schedule s(sc);
+  const AutoPlacement a = plan_offload_auto(sc, s.grid());
+  EXPECT_EQ(a.cap_bytes, cap);
+  // Chunks in execution order: embedding, L0, L1, L2, L3, head; B4 = L0, B1 = L3, B0 = head.
+  EXPECT_EQ(a.host, std::vector<bool>({false, true, false, false, true, true}));
+  const std::vector<std::tuple<int, int, bool>> want = {{0, 4, true},  {3, 1, true},  {4, 0, true}, {6, 4, false},
+                                                        {7, 0, false}, {9, 1, false}, {9, 4, true}};
+  ASSERT_EQ(a.moves.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(a.moves[i].op, std::get<0>(want[i])) << i;
+    EXPECT_EQ(a.moves[i].bucket, std::get<1>(want[i])) << i;
+    EXPECT_EQ(a.moves[i].up, std::get<2>(want[i])) << i;
+    EXPECT_EQ(a.moves[i].bytes, C) << i;
+  }
+  // The program makes those moves as copies, in that order, between each chunk's host shard and
+  // its device copy; then the host Adam of each chunk, whose updated parameters go up only for
+  // the chunks that start on the device (B2, B3, B5: the others' Adam writes the host shard).
+  const Program p = s.program(0);
+  std::vector<std::string> params;
+  for (const Task& t : p.tasks)
+    if (const Copy* c = std::get_if<Copy>(&t.op)) {
+      const std::string src = p.buffers[c->src].name, dst = p.buffers[c->dst].name;
+      if (src.find("param") != std::string::npos || dst.find("param") != std::string::npos) params.push_back(src + ">" + dst);
+    }
+  EXPECT_EQ(params, std::vector<std::string>({"B4.host_params>B4.params", "B1.host_params>B1.params",
+                                              "B0.host_params>B0.params", "B4.params>B4.host_params",
+                                              "B0.params>B0.host_params", "B1.params>B1.host_params",
+                                              "B4.host_params>B4.params", "B2.host_param>B2.params",
+                                              "B3.host_param>B3.params", "B5.host_param>B5.params"}));
+  // Per iteration: up, 4 chunk moves and 3 updated chunks; down, 3 evictions and the 6 gradients.
+  EXPECT_EQ(moved(p).h2d, 7 * C);
+  EXPECT_EQ(moved(p).d2h, 9 * C);
+  // The peak: 7 chunks (4 resident + 3 gradients, ops 7-11) and activations under C / 2; under the cap.
+  const MemoryProfile m = memory_profile(s, 0);
+  EXPECT_GE(m.peak_device_bytes, 7 * C);
+  EXPECT_LT(m.peak_device_bytes, 7 * C + C / 2);
+  EXPECT_LE(m.peak_device_bytes, cap);
+  EXPECT_EQ(a.warmup_peak_bytes >= 9 * C, true);
+}
+
 }  // namespace
 }  // namespace tandem
+

@@ -99,5 +99,55 @@ TEST(PcieContention, SwitchAndMemoryTogether) {
   EXPECT_NEAR(copies(c, 8, {0, 1, 2}, {H2D, H2D, H2D}), kBytes / 16e9 + kLatency, 1e-9);
 }
 
+// One rank on a node of its own (test_cluster(1): r = 1, the rank's share of host memory is the
+// whole 40 GB/s): a host Adam over `adam_bytes` of host memory (fp32: 4 + 24 + 4 = 32 bytes per
+// element) and an H2D copy of kBytes, both from the start when given. Returns the iteration time.
+double adam_and_copy(int64_t adam_bytes, bool copy) {
+  ClusterSpec c = test_cluster(1);
+  c.host_memory_bandwidth_gbps = 40;
+  Schedule s = make_schedule(c, 1, {}, [&](int rank) {
+    ProgramWriter w(rank);
+    if (adam_bytes > 0) {
+      Compute a;
+      a.kernel = Kernel::kAdam;
+      a.dtype = DType::kFp32;
+      a.phase = Phase::kOptimizer;
+      a.dims = {adam_bytes / 32, 0, 0, 0, 0, 0};
+      w.add(Stream::kHost, a);
+    }
+    if (copy) {
+      const BufferId host = w.buffer("host", kBytes, Placement::kHost);
+      const BufferId dev = w.buffer("dev", kBytes);
+      const TaskId a = w.alloc(host);
+      const TaskId b = w.alloc(dev, {a});
+      Copy x;
+      x.direction = H2D;
+      x.bytes = kBytes;
+      x.src = host;
+      x.dst = dev;
+      w.add(Stream::kH2D, x, {b});
+    }
+    return w.p;
+  });
+  const SimResult r = simulate(s, ideal_options());
+  EXPECT_FALSE(r.oom);
+  return r.iteration_time_s;
+}
+
+TEST(PcieContention, HostAdamSharesHostMemoryWithTheCopiesInTime) {
+  // The host Adam's memory traffic is a flow through the rank's share of host memory and the
+  // node's memory link (sim/platform_builder.h); the cluster gives no cores, so no compute term.
+  // Alone: 1 GiB at 40 GB/s. The copy alone: its 32 GB/s PCIe link.
+  EXPECT_NEAR(adam_and_copy(kBytes, false), kBytes / 40e9, 1e-9);
+  EXPECT_NEAR(adam_and_copy(0, true), kBytes / 32e9 + kLatency, 1e-9);
+  // Together: two flows on the 40 GB/s memory link, max-min 20 GB/s each (under the copy's 32):
+  // both move 1 GiB at 20 GB/s; the copy ends last, by its latency. (A host Adam that took its
+  // time alone would end at 26.8 ms and the copy at 33.6 ms.)
+  EXPECT_NEAR(adam_and_copy(kBytes, true), kBytes / 20e9 + kLatency, 1e-9);
+  // Half a GiB of Adam: both at 20 GB/s until the Adam ends (0.5 GiB / 20 GB/s); the copy has
+  // half its bytes left, then at its link's 32 GB/s.
+  EXPECT_NEAR(adam_and_copy(kBytes / 2, true), (kBytes / 2) / 20e9 + (kBytes / 2) / 32e9 + kLatency, 1e-9);
+}
+
 }  // namespace
 }  // namespace tandem::sim::testing
