@@ -153,10 +153,11 @@ ParamLayout make_param_layout(const Scenario& sc, int stage, int ti, const std::
   // buckets; every other stage and chunk is one bucket (Megatron-Core r0.8's DDP: bucket_size None
   // on a pipeline rank above 0, megatron/core/distributed/distributed_data_parallel.py:66-74 at
   // baf94af3, and disable_bucketing for model chunks after the first, megatron/training/
-  // training.py:451-458).
+  // training.py:451-458). Megatron-Core's DDP and distributed optimizer are ZeRO stages 0 and 1;
+  // stages 2 and 3 (reduce every micro-batch, gather before use) keep their buckets.
+  const bool every = sc.software.bucket_every_stage || st.zero_stage >= 2;
   auto limit = [&](int chunk) {
-    return sc.software.bucket_every_stage || (stage == 0 && chunk == 0) ? bucket_elements
-                                                                          : std::numeric_limits<int64_t>::max();
+    return every || (stage == 0 && chunk == 0) ? bucket_elements : std::numeric_limits<int64_t>::max();
   };
   lay.bucket_of_unit.assign(lay.units.size(), -1);
   lay.offset_of_unit.assign(lay.units.size(), 0);

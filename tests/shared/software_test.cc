@@ -11,6 +11,7 @@
 #include "schedule_test_util.h"
 #include "shared/error.h"
 #include "shared/optimizer_bytes.h"
+#include "shared/param_layout.h"
 #include "shared/rank_grid.h"
 #include "shared/schedule.h"
 
@@ -261,6 +262,15 @@ TEST(SoftwareSchedule, MegatronCoreBucketsOnlyTheFirstStage) {
       EXPECT_GT(c.first_dp_reduce, c.last_backward_compute) << "rank " << rank;
     }
   }
+  // ZeRO-2/3 are not Megatron-Core's DDP: their later stages keep a bucket a layer (here the last
+  // stage's two layers and its tied-copy bucket: 3), where ZeRO-1 has one bucket beside the copy.
+  auto later_stage_buckets = [](const char* zero) {
+    const Scenario sc = tiny({"cluster.gpus=4", "strategy.pp=2", "strategy.bucket_mb=0.1",
+                              std::string("strategy.zero_stage=") + zero});
+    return make_param_layout(sc, 1, 0).buckets.size();
+  };
+  EXPECT_EQ(later_stage_buckets("1"), 2u);
+  EXPECT_EQ(later_stage_buckets("2"), 3u);
   // The preset says false; the other presets keep every stage bucketed.
   EXPECT_FALSE(tiny({"software.preset=megatron-core-0.8"}).software.bucket_every_stage);
   EXPECT_TRUE(tiny({"software.preset=megatron-lm-2022"}).software.bucket_every_stage);
