@@ -1,6 +1,7 @@
 #include "shared/param_layout.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "shared/chunk_layout.h"
 #include "shared/tp2d_groups.h"
@@ -148,6 +149,16 @@ ParamLayout make_param_layout(const Scenario& sc, int stage, int ti, const std::
   // Buckets in backward order, closing at the bucket size or a chunk boundary.
   const int64_t bucket_elements =
       std::max<int64_t>(1, static_cast<int64_t>(st.bucket_mb * 1048576.0) / dtype_bytes(st.dtype));
+  // software.bucket_every_stage false: only the first stage's first model chunk is split into
+  // buckets; every other stage and chunk is one bucket (Megatron-Core r0.8's DDP: bucket_size None
+  // on a pipeline rank above 0, megatron/core/distributed/distributed_data_parallel.py:66-74 at
+  // baf94af3, and disable_bucketing for model chunks after the first, megatron/training/
+  // training.py:451-458). Megatron-Core's DDP and distributed optimizer are ZeRO stages 0 and 1;
+  // stages 2 and 3 (reduce every micro-batch, gather before use) keep their buckets.
+  const bool every = sc.software.bucket_every_stage || st.zero_stage >= 2;
+  auto limit = [&](int chunk) {
+    return every || (stage == 0 && chunk == 0) ? bucket_elements : std::numeric_limits<int64_t>::max();
+  };
   lay.bucket_of_unit.assign(lay.units.size(), -1);
   lay.offset_of_unit.assign(lay.units.size(), 0);
   GradBucket open;
@@ -169,7 +180,7 @@ ParamLayout make_param_layout(const Scenario& sc, int stage, int ti, const std::
     open.units.push_back(i);
     open.unit_offsets.push_back(open.elements);
     open.elements += u.elements;
-    if (open.elements >= bucket_elements || u.tied_copy) close();
+    if (open.elements >= limit(u.chunk) || u.tied_copy) close();
   }
   close();
   return lay;

@@ -151,6 +151,7 @@ struct SoftwareSpec {
   bool bias_dropout_fusion = false;   // residual dropout + add as one fused kernel
   OptimizerStateDType optimizer_state_dtype = OptimizerStateDType::kFp32;  // Adam's m and v
   MasterParams master_params = MasterParams::kFp32;  // what is kept beside the training-dtype params
+  bool bucket_every_stage = true;     // false: only stage 0's first chunk is split into buckets
 };
 
 struct Scenario {

@@ -95,6 +95,8 @@ SoftwareSpec Resolver::software(const StrategySpec& strategy, std::vector<std::s
       choice("software.optimizer_state_dtype", p.optimizer_state_dtype(), kOptimizerStateDTypeSpellings);
   spec.master_params = choice("software.master_params", p.master_params(), kMasterParamsSpellings);
   optimizer_state_rules(spec, strategy);
+  // Optional (added after user presets were written): absent, every stage is bucketed.
+  spec.bucket_every_stage = !p.has_bucket_every_stage() || p.bucket_every_stage();
 
   // The two overlaps: the software field, else the deprecated strategy spelling when given.
   auto overlap = [&](const char* field, bool software_value) -> std::pair<bool, std::string> {

@@ -145,6 +145,7 @@ std::string scenario_canonical_text(const Scenario& s) {
   if (sw.optimizer_state_dtype != OptimizerStateDType::kFp32)
     t.add("software.optimizer_state_dtype", to_string(sw.optimizer_state_dtype));
   if (sw.master_params != MasterParams::kFp32) t.add("software.master_params", to_string(sw.master_params));
+  if (!sw.bucket_every_stage) t.add("software.bucket_every_stage", sw.bucket_every_stage);
 
   t.add("seed", uint64_t{s.seed});
   return t.take();

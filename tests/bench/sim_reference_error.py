@@ -153,6 +153,16 @@ NEMO_MODELS = {
 # leaves it at the fp32 default.
 NEMO_BF16_OPTIMIZER = {"Nemotron-340B"}
 
+# The rows whose launcher configuration turns Transformer Engine's userbuffers TP overlap off. The
+# published table (NVIDIA/NeMo docs/source/performance/performance_summary.md at 8e3d65dc) states the
+# container (NeMo 24.07), the system (DGX-H100), FP8 and the parallel sizes, nothing about the TP
+# overlap; the launcher's base files at tag 24.07 (NVIDIA/NeMo-Framework-Launcher@8325688d8345a5513660f0f8390f0482a721c009,
+# launcher_scripts/conf/training/) are the only evidence: ub_tp_comm_overlap False in gpt3/175b.yaml:149
+# (tp 4, the table's) and gpt3/175b_fp8.yaml:149, and in nemotron/nemotron_340b.yaml:156; True in
+# gpt3/20b.yaml:149, llama/llama2_70b.yaml:136, llama/llama3_70b.yaml:136, nemotron/nemotron_8b.yaml:158
+# and nemotron/nemotron_22b.yaml:158 (the tp 1 rows have nothing to overlap).
+NEMO_TP_OVERLAP_OFF = {"GPT3-175B", "Nemotron-340B"}
+
 
 def nemo_sets(r):
     """The --set overrides of one NeMo row (a dict of the file's columns)."""
@@ -177,8 +187,13 @@ def nemo_sets(r):
             f"strategy.pp_schedule={'interleaved' if vp > 1 else '1f1b'}",
             f"strategy.sp={cp}", f"strategy.sp_mode={sp_mode}",
             "software.preset=megatron-core-0.8",
-            f"software.tp_comm_overlap={'true' if sp_mode == 'megatron' else 'false'}",
+            f"software.tp_comm_overlap={'true' if sp_mode == 'megatron' and r['model'] not in NEMO_TP_OVERLAP_OFF else 'false'}",
             "software.overlap_param_gather=true",
+            # Apex's DistributedFusedAdam under NeMo buckets every pipeline stage (one bucket per
+            # Transformer layer, or per virtual stage with vp: NVIDIA/NeMo@8e3d65dcfe3504689bfc5b6e67d502780aacad41
+            # nemo/collections/nlp/models/language_modeling/megatron_gpt_model.py:642-658), not
+            # Megatron-Core DDP's first-stage-only bucketing (the preset's bucket_every_stage false).
+            "software.bucket_every_stage=true",
             # NeMo 24.07 trains with optim.name distributed_fused_adam (NeMo's MegatronDistributedFusedAdam
             # over Apex's DistributedFusedAdam), overlap_grad_sync True, and in its FP8 configuration
             # grad_sync_dtype bf16: NVIDIA/NeMo-Framework-Launcher tag 24.07 (8325688d8345a5513660f0f8390f0482a721c009)

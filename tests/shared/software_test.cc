@@ -11,6 +11,8 @@
 #include "schedule_test_util.h"
 #include "shared/error.h"
 #include "shared/optimizer_bytes.h"
+#include "shared/param_layout.h"
+#include "shared/rank_grid.h"
 #include "shared/schedule.h"
 
 namespace tandem {
@@ -228,6 +230,50 @@ TEST(SoftwareSchedule, LocalDdpReducesAfterTheBackward) {
   EXPECT_EQ(overlapped.dp_bytes, after.dp_bytes);  // the same reductions
   EXPECT_LT(overlapped.first_dp_reduce, overlapped.last_backward_compute);
   EXPECT_GT(after.first_dp_reduce, after.last_backward_compute);
+}
+
+TEST(SoftwareSchedule, MegatronCoreBucketsOnlyTheFirstStage) {
+  // pp 2 x dp 2, overlapped reduction, buckets of 0.1 MiB = 26214 fp32 elements: every tiny-gpt
+  // layer (49408 parameters) closes a bucket of its own. Megatron-Core r0.8's DDP sets bucket_size
+  // None on a pipeline rank above 0 (distributed_data_parallel.py:66-74 at baf94af3): the last
+  // stage reduces its two layers as one bucket (2 * 49408 = 98816 fp32 gradients), issued after its
+  // last backward kernel, beside the tied embedding copy's deferred all-reduce (16384 + the final
+  // norm's 128, reduced after the backward either way). The first stage keeps one bucket a layer
+  // (its embedding closing the last), the first issued inside the last micro-batch's backward.
+  auto sched = [](const char* every) {
+    return Schedule(tiny({"cluster.gpus=4", "strategy.pp=2", "strategy.bucket_mb=0.1",
+                          "software.grad_reduce_overlap=true", std::string("software.bucket_every_stage=") + every}));
+  };
+  for (const char* every : {"false", "true"}) {
+    const Schedule s = sched(every);
+    for (int rank = 0; rank < 4; ++rank) {
+      const Counts c = count(s, rank);
+      const bool last_stage = s.grid().coord(rank).pp == 1;
+      if (!last_stage || std::string(every) == "true") {
+        // Bucketed: one reduction a layer (two on this stage) plus the first stage's embedding or
+        // the last stage's tied copy; the first is issued during the backward.
+        EXPECT_EQ(c.dp_bytes.size(), 3u) << every << " rank " << rank;
+        EXPECT_LT(c.first_dp_reduce, c.last_backward_compute) << every << " rank " << rank;
+        continue;
+      }
+      ASSERT_EQ(c.dp_bytes.size(), 2u) << "rank " << rank;
+      EXPECT_EQ(c.dp_bytes[0], 98816 * 4) << "rank " << rank;  // the two layers, one bucket
+      EXPECT_EQ(c.dp_bytes[1], (16384 + 128) * 4) << "rank " << rank;
+      EXPECT_GT(c.first_dp_reduce, c.last_backward_compute) << "rank " << rank;
+    }
+  }
+  // ZeRO-2/3 are not Megatron-Core's DDP: their later stages keep a bucket a layer (here the last
+  // stage's two layers and its tied-copy bucket: 3), where ZeRO-1 has one bucket beside the copy.
+  auto later_stage_buckets = [](const char* zero) {
+    const Scenario sc = tiny({"cluster.gpus=4", "strategy.pp=2", "strategy.bucket_mb=0.1",
+                              std::string("strategy.zero_stage=") + zero});
+    return make_param_layout(sc, 1, 0).buckets.size();
+  };
+  EXPECT_EQ(later_stage_buckets("1"), 2u);
+  EXPECT_EQ(later_stage_buckets("2"), 3u);
+  // The preset says false; the other presets keep every stage bucketed.
+  EXPECT_FALSE(tiny({"software.preset=megatron-core-0.8"}).software.bucket_every_stage);
+  EXPECT_TRUE(tiny({"software.preset=megatron-lm-2022"}).software.bucket_every_stage);
 }
 
 TEST(SoftwareSchedule, OptimizerAllReducesOverTheModelParallelGroup) {

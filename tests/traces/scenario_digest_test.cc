@@ -122,6 +122,7 @@ std::vector<Mutation> software_mutations() {
       {"software.optimizer_state_dtype",
        [](Scenario& s) { s.software.optimizer_state_dtype = OptimizerStateDType::kParam; }},
       {"software.master_params", [](Scenario& s) { s.software.master_params = MasterParams::kNone; }},
+      {"software.bucket_every_stage", [](Scenario& s) { s.software.bucket_every_stage = !s.software.bucket_every_stage; }},
   };
 }
 
