@@ -83,6 +83,29 @@ void barrier(StallExchange& stalls, int rank, int world, double timeout_s, int s
   }
 }
 
+// Every rank's variable-length `mine` on rank 0, one after the other in rank order: the values and,
+// per rank, its count and its offset in them (empty on the other ranks).
+struct Gathered {
+  std::vector<double> values;
+  std::vector<int> counts, displs;
+};
+
+Gathered gather_to_rank0(const std::vector<double>& mine, int rank, int world) {
+  Gathered g;
+  const int n = int(mine.size());
+  g.counts.resize(size_t(world));
+  g.displs.resize(size_t(world));
+  MPI_Gather(&n, 1, MPI_INT, g.counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rank == 0) {
+    int total = 0;
+    for (int r = 0; r < world; ++r) g.displs[size_t(r)] = total, total += g.counts[size_t(r)];
+    g.values.resize(size_t(total));
+  }
+  MPI_Gatherv(mine.data(), n, MPI_DOUBLE, g.values.data(), g.counts.data(), g.displs.data(), MPI_DOUBLE, 0,
+              MPI_COMM_WORLD);
+  return g;
+}
+
 // The rank's driver: host (MPI + CPU kernels) or, where it is built, CUDA (exec/cuda/).
 struct RankDriver {
   std::unique_ptr<MpiComm> comm;
@@ -187,36 +210,17 @@ int run_rank_worker(const RunArgs& args) {
       for (const TaskTimes& t : last.tasks) ev.push_back(t.start_s), ev.push_back(t.end_s);
       for (const MemorySample& m : last.memory)
         ev.push_back(m.time_s), ev.push_back(double(m.device_bytes)), ev.push_back(double(m.host_bytes));
-      int n = int(ev.size());
-      std::vector<int> counts(world), displs(world);
-      MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-      std::vector<double> evs;
-      if (rank == 0) {
-        int total = 0;
-        for (int r = 0; r < world; ++r) displs[r] = total, total += counts[r];
-        evs.resize(size_t(total));
-      }
-      MPI_Gatherv(ev.data(), n, MPI_DOUBLE, evs.data(), counts.data(), displs.data(), MPI_DOUBLE, 0, MPI_COMM_WORLD);
-      const int nm = int(memory_op_s.size());
-      std::vector<int> mcounts(world), mdispls(world);
-      MPI_Gather(&nm, 1, MPI_INT, mcounts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-      std::vector<double> mops;
-      if (rank == 0) {
-        int total = 0;
-        for (int r = 0; r < world; ++r) mdispls[r] = total, total += mcounts[r];
-        mops.resize(size_t(total));
-      }
-      MPI_Gatherv(memory_op_s.data(), nm, MPI_DOUBLE, mops.data(), mcounts.data(), mdispls.data(), MPI_DOUBLE, 0,
-                  MPI_COMM_WORLD);
+      const Gathered events = gather_to_rank0(ev, rank, world);
+      const Gathered mops = gather_to_rank0(memory_op_s, rank, world);
       if (rank == 0) {
         TraceBuilder tb(schedule, driver.name(), driver.machine());
         for (int r = 0; r < world; ++r) {
           Program p = r == rank ? rt.program() : schedule.program(r);
           tb.begin_rank(p);
-          const double* e = evs.data() + displs[r];
+          const double* e = events.values.data() + events.displs[size_t(r)];
           const size_t nt = p.tasks.size();
           for (size_t i = 0; i < nt; ++i) tb.task(r, TaskId(i), e[2 * i], e[2 * i + 1]);
-          for (size_t j = 2 * nt; j + 3 <= size_t(counts[r]); j += 3)
+          for (size_t j = 2 * nt; j + 3 <= size_t(events.counts[size_t(r)]); j += 3)
             tb.memory(r, e[j], int64_t(e[j + 1]), int64_t(e[j + 2]));
         }
         proto::Trace trace = tb.finish();
@@ -224,7 +228,8 @@ int run_rank_worker(const RunArgs& args) {
           for (int s = 0; s < steps; ++s) pr.add_step_times_s(all[size_t(pr.rank()) * per + steps + s]);
           pr.set_traced_step(spread.representative);
           const int r = pr.rank();
-          for (int i = 0; i < mcounts[r]; ++i) pr.add_memory_op_step_s(mops[size_t(mdispls[r] + i)]);
+          for (int i = 0; i < mops.counts[size_t(r)]; ++i)
+            pr.add_memory_op_step_s(mops.values[size_t(mops.displs[size_t(r)] + i)]);
           pr.set_memory_op_first_step(spread.first_step);
         }
         write_trace(trace, args.trace_path);

@@ -7,6 +7,11 @@ steady-state steps (IQR relative to the median) and the median per-task error (t
 Every configuration uses at most as many ranks as this machine has cores.
 
   tests/bench/host_twin_error.py [--bin build/bin] [--steps 40] [--out DIR] [--only NAME,...] [--realtime [--rt-priority N]]
+                                [--calibration-runs N]
+
+--calibration-runs N (default 1) measures the calibration configuration N times and calibrates on
+all of them (`tandem calibrate TRACE ... SCENARIO`), which prints each run's iteration and spread and
+the run-to-run spread: on this VM one configuration drifts by more than the targets between runs.
 
 --realtime runs every `tandem run` under `chrt -f 1` (SCHED_FIFO; needs root or CAP_SYS_NICE). On a
 machine shared with other jobs, `nice` does not give a measurement the CPU: with the kernel's
@@ -95,6 +100,7 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--realtime", action="store_true", help="run the measurements under chrt -f 1")
     ap.add_argument("--rt-priority", type=int, default=1, help="the SCHED_FIFO priority of --realtime")
+    ap.add_argument("--calibration-runs", type=int, default=1, help="calibrate over this many runs")
     a = ap.parse_args()
     if a.realtime:
         REALTIME[:] = ["chrt", "-f", str(a.rt_priority)]
@@ -102,9 +108,16 @@ def main():
     os.makedirs(out, exist_ok=True)
     cores = os.cpu_count() or 1
     name, ranks, extra = CALIBRATION
-    cal, cal_trace = run(a.bin, name + "-calibration", ranks, extra, a.steps, out)
+    cal_traces = []
+    for i in range(max(1, a.calibration_runs)):
+        cal, cal_trace = run(a.bin, name + f"-calibration{i + 1 if i else ''}", ranks, extra, a.steps, out)
+        cal_traces.append(cal_trace)
     profile = os.path.join(out, "host-profile.pb")
-    sh(REALTIME + [os.path.join(a.bin, "tandem-calibrate"), cal_trace, TINY] + sets_of(ranks, extra) + ["-o", profile])
+    p = subprocess.run(REALTIME + [os.path.join(a.bin, "tandem-calibrate")] + cal_traces + [TINY] + sets_of(ranks, extra) +
+                       ["-o", profile], capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        raise RuntimeError("tandem-calibrate: " + p.stderr.strip()[-800:])
+    sys.stdout.write("".join(l + "\n" for l in p.stdout.splitlines()[1:]) + p.stderr)
     print(f"calibrated on {name} ({ranks} ranks, {a.steps} steps): iteration {cal['iteration_time_s']*1e3:.2f} ms, "
           f"steady-state IQR {100*cal['steady_state']['relative_iqr']:.1f} %; {cores} cores; placement "
           f"{cal['placement']}; {f'SCHED_FIFO {a.rt_priority}' if a.realtime else 'default scheduling'}; load average "

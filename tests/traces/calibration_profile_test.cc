@@ -188,6 +188,51 @@ TEST(Calibration, AllocsAndFreesAreTheMedianStepsNotOneStep) {
                   "t.trace rank 1: memory_op_step_s holds 11 durations, not a whole number of steps");
 }
 
+// Several runs of one schedule: run A is measured(), run B the same with every task 3x as long.
+// Kernels pool their samples: the gemm's four samples 2, 4 (A) and 6, 12 ms (B): mean 6 ms, median
+// (4 + 6) / 2 = 5 ms. The all-reduce is one instance per run (instances of two runs are never one):
+// shortest 3 ms (A) and 9 ms (B), mean 6 ms, and the waits 1.5 and 4.5 ms, mean 3 ms (pooled as one
+// instance, the shortest would be 3 ms and the wait (3 + 6 + 9 + 18) / 4 - 3 = 6 ms). Each run's
+// spread from its step times (the slowest rank's, step 1 left out): A's steps 10, 8, 9, 10, 11 ms
+// on rank 0 and 1 ms on rank 1 -> 8, 9, 10, 11: median 9.5 ms, quartiles 8.75 and 10.25 (positions
+// 0.75 and 2.25), IQR 1.5 / 9.5; B's 30, 30, 30: median 30 ms, IQR 0. A predicted trace or a trace
+// of another backend among them is refused, named.
+TEST(Calibration, SeveralRunsPoolKernelsAndKeepInstancesApart) {
+  const Schedule s = testing::sample_schedule();
+  proto::Trace a = measured(s), b = measured(s);
+  for (proto::Rank& r : *b.mutable_ranks()) {
+    proto::Events* e = r.mutable_events();
+    for (int i = 0; i < e->start_s_size(); ++i) e->set_end_s(i, e->start_s(i) + 3 * (e->end_s(i) - e->start_s(i)));
+  }
+  const double ms = 1e-3;
+  for (double x : {10.0, 8.0, 9.0, 10.0, 11.0}) a.mutable_ranks(0)->add_step_times_s(x * ms);
+  for (int i = 0; i < 5; ++i) a.mutable_ranks(1)->add_step_times_s(1 * ms);
+  for (int i = 0; i < 4; ++i) b.mutable_ranks(1)->add_step_times_s(30 * ms);
+  const proto::CalibrationProfile p = make_calibration(s, {{&a, "a.trace"}, {&b, "b.trace"}});
+  for (const proto::KernelTime& k : p.kernels())
+    if (k.kernel() == uint32_t(Kernel::kGemm)) {
+      EXPECT_EQ(k.samples(), 4u);
+      EXPECT_NEAR(k.mean_s(), 6 * ms, 1e-12);
+      EXPECT_NEAR(k.median_s(), 5 * ms, 1e-12);
+    }
+  ASSERT_EQ(p.collectives_size(), 1);
+  EXPECT_EQ(p.collectives(0).samples(), 2u);
+  EXPECT_NEAR(p.collectives(0).mean_s(), 6 * ms, 1e-12);
+  EXPECT_NEAR(p.collectives(0).mean_wait_s(), 3 * ms, 1e-12);
+  ASSERT_EQ(p.runs_size(), 2);
+  EXPECT_EQ(p.runs(0).name(), "a.trace");
+  EXPECT_EQ(p.runs(0).steps(), 4u);
+  EXPECT_NEAR(p.runs(0).iteration_s(), 9.5 * ms, 1e-12);
+  EXPECT_NEAR(p.runs(0).relative_iqr(), 1.5 / 9.5, 1e-12);
+  EXPECT_EQ(p.runs(1).steps(), 3u);
+  EXPECT_NEAR(p.runs(1).iteration_s(), 30 * ms, 1e-12);
+  EXPECT_NEAR(p.runs(1).relative_iqr(), 0, 1e-12);
+  const proto::Trace predicted = measured(s, "sim"), cuda = measured(s, "cuda");
+  EXPECT_CONTAINS(error_of([&] { make_calibration(s, {{&a, "a.trace"}, {&predicted, "p.trace"}}); }), "p.trace is ");
+  EXPECT_CONTAINS(error_of([&] { make_calibration(s, {{&a, "a.trace"}, {&cuda, "c.trace"}}); }),
+                  "c.trace was measured by the cuda backend, a.trace by the host backend");
+}
+
 // Time between kernels, less the Allocs and Frees in between. Both ranks: Alloc [0, 0.1] ms, gemm
 // [0.1, 1.0], Free [1.2, 1.5], attention [2.0, 3.0], layernorm [3.1, 4.0] (the others later). The
 // gemm has no earlier kernel; attention could start at 1.0 and started at 2.0, of which 0.3 ms

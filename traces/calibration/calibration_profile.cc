@@ -55,15 +55,50 @@ using CollectiveKey = std::tuple<int, int, int, int64_t>;
 
 proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace& trace,
                                            const std::string& trace_name) {
-  if (trace_kind(trace) == TraceKind::kPredicted)
-    throw Error("calibrate: " + trace_name + " is " + describe_kind(trace) +
-                ", written by tandem sim: calibration needs a measured trace (tandem run --trace)");
-  if (event_total(trace) == 0)
-    throw Error("calibrate: " + trace_name + " holds no event (" + std::to_string(trace.ranks_size()) +
-                " rank records): nothing to calibrate");
-  if (trace.scenario_digest() != scenario_digest(s.scenario()))
-    throw Error("calibrate: " + trace_name + " was measured on another scenario (digest " + trace.scenario_digest() +
-                ", this scenario " + scenario_digest(s.scenario()) + ")");
+  return make_calibration(s, std::vector<NamedTrace>{{&trace, trace_name}});
+}
+
+RunSpread run_spread(const proto::Trace& trace) {
+  // The slowest rank's time of each step, as `tandem run` reports it (exec/step_stats.h).
+  std::vector<double> slowest;
+  for (const proto::Rank& r : trace.ranks()) {
+    if (slowest.size() < size_t(r.step_times_s_size())) slowest.resize(size_t(r.step_times_s_size()), 0);
+    for (int i = 0; i < r.step_times_s_size(); ++i) slowest[size_t(i)] = std::max(slowest[size_t(i)], r.step_times_s(i));
+  }
+  RunSpread out;
+  if (slowest.size() > 1) slowest.erase(slowest.begin());  // step 1 is warm-up
+  out.steps = int(slowest.size());
+  if (slowest.empty()) return out;
+  std::sort(slowest.begin(), slowest.end());
+  auto quantile = [&](double p) {
+    const double x = p * double(slowest.size() - 1);
+    const size_t i = size_t(x);
+    return i + 1 < slowest.size() ? slowest[i] + (x - double(i)) * (slowest[i + 1] - slowest[i]) : slowest[i];
+  };
+  out.median_s = quantile(0.5);
+  out.relative_iqr = out.median_s > 0 && slowest.size() > 1 ? (quantile(0.75) - quantile(0.25)) / out.median_s : 0;
+  return out;
+}
+
+proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<NamedTrace>& runs) {
+  if (runs.empty()) throw Error("calibrate: no measured trace given");
+  const proto::Trace& first = *runs[0].trace;
+  for (const NamedTrace& run : runs) {
+    const proto::Trace& trace = *run.trace;
+    const std::string& trace_name = run.name;
+    if (trace_kind(trace) == TraceKind::kPredicted)
+      throw Error("calibrate: " + trace_name + " is " + describe_kind(trace) +
+                  ", written by tandem sim: calibration needs a measured trace (tandem run --trace)");
+    if (event_total(trace) == 0)
+      throw Error("calibrate: " + trace_name + " holds no event (" + std::to_string(trace.ranks_size()) +
+                  " rank records): nothing to calibrate");
+    if (trace.scenario_digest() != scenario_digest(s.scenario()))
+      throw Error("calibrate: " + trace_name + " was measured on another scenario (digest " + trace.scenario_digest() +
+                  ", this scenario " + scenario_digest(s.scenario()) + ")");
+    if (trace.backend() != first.backend())
+      throw Error("calibrate: " + trace_name + " was measured by the " + trace.backend() + " backend, " + runs[0].name +
+                  " by the " + first.backend() + " backend: one profile describes one backend");
+  }
   std::map<KernelKey, std::vector<double>> kernels;
   std::map<KernelKey, std::string> kernel_labels;
   // Collectives by instance: (group, n-th collective of the group on a rank) -> the members'
@@ -71,118 +106,124 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
   // member's duration is counted less its own kernels' and Allocs'/Frees' time inside it: its one
   // thread polls MPI only between tasks, so the collective progresses only then, and the simulator
   // pauses a host collective while its ranks compute (sim/host_collective_progress.h).
-  std::map<std::pair<GroupId, int>, std::vector<double>> instances;
-  std::map<std::pair<GroupId, int>, CollectiveKey> instance_keys;
+  // Instances of several runs are apart: (run, group, n-th).
+  using Instance = std::tuple<size_t, GroupId, int>;
+  std::map<Instance, std::vector<double>> instances;
+  std::map<Instance, CollectiveKey> instance_keys;
   std::map<CollectiveKey, std::string> collective_labels;
   // Steady-state Allocs and Frees by (alloc, bytes), then by step: the sum of their durations over
   // the ranks and their count. A trace with Rank.memory_op_step_s gives every steady-state step; an
-  // older one the traced step alone (its events).
-  std::map<std::pair<bool, int64_t>, std::map<int, std::pair<double, uint32_t>>> memory_ops;
+  // older one the traced step alone (its events). Steps of several runs are apart: (run, step).
+  std::map<std::pair<bool, int64_t>, std::map<std::pair<size_t, int>, std::pair<double, uint32_t>>> memory_ops;
   double overhead_sum = 0;
   uint32_t overhead_n = 0;
-  const bool polled = trace.backend() == "host";
-  for (const proto::Rank& r : trace.ranks()) {
-    if (r.rank() < 0 || r.rank() >= s.world_size())
-      throw Error("calibrate: " + trace_name + " has rank " + std::to_string(r.rank()) + ", the schedule " +
-                  std::to_string(s.world_size()) + " ranks");
-    const Program p = s.program(r.rank());
-    const proto::Events& e = r.events();
-    std::vector<double> start(p.tasks.size(), -1), end(p.tasks.size(), -1);
-    std::map<GroupId, int> nth;
-    // A buffer allocated and never freed in the program is persistent: allocated in the first step
-    // only (exec/runtime.cc), its later Allocs take no time and are no sample of an allocation.
-    std::map<BufferId, int64_t> bytes_of;
-    std::set<BufferId> freed;
-    for (const Buffer& b : p.buffers) bytes_of[b.id] = b.bytes;
-    for (const Task& t : p.tasks)
-      if (const Free* f = std::get_if<Free>(&t.op)) freed.insert(f->buffer);
-    // The rank's Allocs and Frees as (start, end), to take them out of the time between kernels.
-    std::vector<std::pair<double, double>> memory_spans;
-    // Host backend: the rank's kernels, Allocs and Frees as (start, end), and its collectives as
-    // (instance, start, end), to take the first out of the second.
-    std::vector<std::pair<double, double>> busy_spans;
-    std::vector<std::tuple<std::pair<GroupId, int>, double, double>> polled_collectives;
-    for (int i = 0; i < e.task_id_size(); ++i) {
-      const TaskId id = e.task_id(i);
-      if (id >= p.tasks.size())
-        throw Error("calibrate: rank " + std::to_string(r.rank()) + " task " + std::to_string(id) +
-                    " is not in the schedule");
-      const Task& t = p.tasks[id];
-      start[id] = e.start_s(i);
-      end[id] = e.end_s(i);
-      const double d = e.end_s(i) - e.start_s(i);
-      if (const Compute* c = std::get_if<Compute>(&t.op)) {
-        KernelKey k{int(c->kernel), int(c->dtype), c->shape_dims()};
-        kernels[k].push_back(d);
-        if (!kernel_labels.count(k)) kernel_labels[k] = task_label(s, p, t);
-        if (polled) busy_spans.push_back({e.start_s(i), e.end_s(i)});
-      } else if (const Collective* c = std::get_if<Collective>(&t.op)) {
-        const ProcessGroup& g = s.group(c->group);
-        CollectiveKey k{int(c->op), int(g.kind), int(g.ranks.size()), c->bytes};
-        const std::pair<GroupId, int> inst{c->group, nth[c->group]++};
-        if (polled) polled_collectives.emplace_back(inst, e.start_s(i), e.end_s(i));
-        else instances[inst].push_back(d);
-        instance_keys.emplace(inst, k);
-        if (!collective_labels.count(k)) collective_labels[k] = task_label(s, p, t);
-      } else if (std::holds_alternative<Alloc>(t.op) || std::holds_alternative<Free>(t.op)) {
-        const Alloc* a = std::get_if<Alloc>(&t.op);
-        const BufferId b = a ? a->buffer : std::get<Free>(t.op).buffer;
-        memory_spans.push_back({e.start_s(i), e.end_s(i)});
-        if (polled) busy_spans.push_back({e.start_s(i), e.end_s(i)});
-        if (freed.count(b) && bytes_of.count(b) && r.memory_op_step_s_size() == 0) {
-          auto& step = memory_ops[{a != nullptr, bytes_of[b]}][r.traced_step()];
+  const bool polled = first.backend() == "host";
+  for (size_t run = 0; run < runs.size(); ++run) {
+    const proto::Trace& trace = *runs[run].trace;
+    const std::string& trace_name = runs[run].name;
+    for (const proto::Rank& r : trace.ranks()) {
+      if (r.rank() < 0 || r.rank() >= s.world_size())
+        throw Error("calibrate: " + trace_name + " has rank " + std::to_string(r.rank()) + ", the schedule " +
+                    std::to_string(s.world_size()) + " ranks");
+      const Program p = s.program(r.rank());
+      const proto::Events& e = r.events();
+      std::vector<double> start(p.tasks.size(), -1), end(p.tasks.size(), -1);
+      std::map<GroupId, int> nth;
+      // A buffer allocated and never freed in the program is persistent: allocated in the first step
+      // only (exec/runtime.cc), its later Allocs take no time and are no sample of an allocation.
+      std::map<BufferId, int64_t> bytes_of;
+      std::set<BufferId> freed;
+      for (const Buffer& b : p.buffers) bytes_of[b.id] = b.bytes;
+      for (const Task& t : p.tasks)
+        if (const Free* f = std::get_if<Free>(&t.op)) freed.insert(f->buffer);
+      // The rank's Allocs and Frees as (start, end), to take them out of the time between kernels.
+      std::vector<std::pair<double, double>> memory_spans;
+      // Host backend: the rank's kernels, Allocs and Frees as (start, end), and its collectives as
+      // (instance, start, end), to take the first out of the second.
+      std::vector<std::pair<double, double>> busy_spans;
+      std::vector<std::tuple<Instance, double, double>> polled_collectives;
+      for (int i = 0; i < e.task_id_size(); ++i) {
+        const TaskId id = e.task_id(i);
+        if (id >= p.tasks.size())
+          throw Error("calibrate: rank " + std::to_string(r.rank()) + " task " + std::to_string(id) +
+                      " is not in the schedule");
+        const Task& t = p.tasks[id];
+        start[id] = e.start_s(i);
+        end[id] = e.end_s(i);
+        const double d = e.end_s(i) - e.start_s(i);
+        if (const Compute* c = std::get_if<Compute>(&t.op)) {
+          KernelKey k{int(c->kernel), int(c->dtype), c->shape_dims()};
+          kernels[k].push_back(d);
+          if (!kernel_labels.count(k)) kernel_labels[k] = task_label(s, p, t);
+          if (polled) busy_spans.push_back({e.start_s(i), e.end_s(i)});
+        } else if (const Collective* c = std::get_if<Collective>(&t.op)) {
+          const ProcessGroup& g = s.group(c->group);
+          CollectiveKey k{int(c->op), int(g.kind), int(g.ranks.size()), c->bytes};
+          const Instance inst{run, c->group, nth[c->group]++};
+          if (polled) polled_collectives.emplace_back(inst, e.start_s(i), e.end_s(i));
+          else instances[inst].push_back(d);
+          instance_keys.emplace(inst, k);
+          if (!collective_labels.count(k)) collective_labels[k] = task_label(s, p, t);
+        } else if (std::holds_alternative<Alloc>(t.op) || std::holds_alternative<Free>(t.op)) {
+          const Alloc* a = std::get_if<Alloc>(&t.op);
+          const BufferId b = a ? a->buffer : std::get<Free>(t.op).buffer;
+          memory_spans.push_back({e.start_s(i), e.end_s(i)});
+          if (polled) busy_spans.push_back({e.start_s(i), e.end_s(i)});
+          if (freed.count(b) && bytes_of.count(b) && r.memory_op_step_s_size() == 0) {
+            auto& step = memory_ops[{a != nullptr, bytes_of[b]}][{run, r.traced_step()}];
+            step.first += d, ++step.second;
+          }
+        }
+      }
+      if (r.memory_op_step_s_size() > 0) {
+        std::vector<const Task*> memory_tasks;
+        for (const Task& t : p.tasks)
+          if (std::holds_alternative<Alloc>(t.op) || std::holds_alternative<Free>(t.op)) memory_tasks.push_back(&t);
+        const size_t per_step = memory_tasks.size();
+        if (per_step == 0 || size_t(r.memory_op_step_s_size()) % per_step != 0)
+          throw Error("calibrate: " + trace_name + " rank " + std::to_string(r.rank()) + ": memory_op_step_s holds " +
+                      std::to_string(r.memory_op_step_s_size()) + " durations, not a whole number of steps of the " +
+                      std::to_string(per_step) + " Allocs and Frees of its program");
+        for (size_t i = 0; i < size_t(r.memory_op_step_s_size()); ++i) {
+          const Task& t = *memory_tasks[i % per_step];
+          const Alloc* a = std::get_if<Alloc>(&t.op);
+          const BufferId b = a ? a->buffer : std::get<Free>(t.op).buffer;
+          const double d = r.memory_op_step_s(int(i));
+          if (!std::isfinite(d) || d < 0)
+            throw Error("calibrate: " + trace_name + " rank " + std::to_string(r.rank()) + ": memory_op_step_s entry " +
+                        std::to_string(i) + " (" + std::to_string(d) + ") is not a duration");
+          if (!freed.count(b) || !bytes_of.count(b)) continue;
+          auto& step = memory_ops[{a != nullptr, bytes_of[b]}][{run, r.memory_op_first_step() + int(i / per_step)}];
           step.first += d, ++step.second;
         }
       }
-    }
-    if (r.memory_op_step_s_size() > 0) {
-      std::vector<const Task*> memory_tasks;
-      for (const Task& t : p.tasks)
-        if (std::holds_alternative<Alloc>(t.op) || std::holds_alternative<Free>(t.op)) memory_tasks.push_back(&t);
-      const size_t per_step = memory_tasks.size();
-      if (per_step == 0 || size_t(r.memory_op_step_s_size()) % per_step != 0)
-        throw Error("calibrate: " + trace_name + " rank " + std::to_string(r.rank()) + ": memory_op_step_s holds " +
-                    std::to_string(r.memory_op_step_s_size()) + " durations, not a whole number of steps of the " +
-                    std::to_string(per_step) + " Allocs and Frees of its program");
-      for (size_t i = 0; i < size_t(r.memory_op_step_s_size()); ++i) {
-        const Task& t = *memory_tasks[i % per_step];
-        const Alloc* a = std::get_if<Alloc>(&t.op);
-        const BufferId b = a ? a->buffer : std::get<Free>(t.op).buffer;
-        const double d = r.memory_op_step_s(int(i));
-        if (!std::isfinite(d) || d < 0)
-          throw Error("calibrate: " + trace_name + " rank " + std::to_string(r.rank()) + ": memory_op_step_s entry " +
-                      std::to_string(i) + " (" + std::to_string(d) + ") is not a duration");
-        if (!freed.count(b) || !bytes_of.count(b)) continue;
-        auto& step = memory_ops[{a != nullptr, bytes_of[b]}][r.memory_op_first_step() + int(i / per_step)];
-        step.first += d, ++step.second;
+      std::sort(memory_spans.begin(), memory_spans.end());
+      std::sort(busy_spans.begin(), busy_spans.end());
+      // The time of `spans` (sorted, disjoint: one thread runs them) within [from, to].
+      auto time_within = [](const std::vector<std::pair<double, double>>& spans, double from, double to) {
+        auto lo = std::lower_bound(spans.begin(), spans.end(), std::make_pair(from, -HUGE_VAL));
+        if (lo != spans.begin() && std::prev(lo)->second > from) --lo;  // one that began before `from`
+        double sum = 0;
+        for (auto it = lo; it != spans.end() && it->first < to; ++it)
+          sum += std::max(0.0, std::min(it->second, to) - std::max(it->first, from));
+        return sum;
+      };
+      auto memory_time = [&](double from, double to) { return time_within(memory_spans, from, to); };
+      for (const auto& [inst, from, to] : polled_collectives)
+        instances[inst].push_back(std::max(0.0, to - from - time_within(busy_spans, from, to)));
+      // Time between kernels of a stream: from when a kernel could start (its stream's previous
+      // kernel and its deps finished) to its start, less the Allocs and Frees that ran in between.
+      std::vector<TaskId> previous(kStreamCount, kNoId);
+      for (const Task& t : p.tasks) {
+        if (!std::holds_alternative<Compute>(t.op) || start[t.id] < 0) continue;
+        const int st = int(t.stream);
+        double ready = previous[st] == kNoId ? -1 : end[previous[st]];
+        for (TaskId d : t.deps) ready = std::max(ready, end[d]);
+        previous[st] = t.id;
+        if (ready < 0) continue;  // the stream's first kernel, with no dep: no reference point
+        overhead_sum += std::max(0.0, start[t.id] - ready - memory_time(ready, start[t.id]));
+        ++overhead_n;
       }
-    }
-    std::sort(memory_spans.begin(), memory_spans.end());
-    std::sort(busy_spans.begin(), busy_spans.end());
-    // The time of `spans` (sorted, disjoint: one thread runs them) within [from, to].
-    auto time_within = [](const std::vector<std::pair<double, double>>& spans, double from, double to) {
-      auto lo = std::lower_bound(spans.begin(), spans.end(), std::make_pair(from, -HUGE_VAL));
-      if (lo != spans.begin() && std::prev(lo)->second > from) --lo;  // one that began before `from`
-      double sum = 0;
-      for (auto it = lo; it != spans.end() && it->first < to; ++it)
-        sum += std::max(0.0, std::min(it->second, to) - std::max(it->first, from));
-      return sum;
-    };
-    auto memory_time = [&](double from, double to) { return time_within(memory_spans, from, to); };
-    for (const auto& [inst, from, to] : polled_collectives)
-      instances[inst].push_back(std::max(0.0, to - from - time_within(busy_spans, from, to)));
-    // Time between kernels of a stream: from when a kernel could start (its stream's previous
-    // kernel and its deps finished) to its start, less the Allocs and Frees that ran in between.
-    std::vector<TaskId> previous(kStreamCount, kNoId);
-    for (const Task& t : p.tasks) {
-      if (!std::holds_alternative<Compute>(t.op) || start[t.id] < 0) continue;
-      const int st = int(t.stream);
-      double ready = previous[st] == kNoId ? -1 : end[previous[st]];
-      for (TaskId d : t.deps) ready = std::max(ready, end[d]);
-      previous[st] = t.id;
-      if (ready < 0) continue;  // the stream's first kernel, with no dep: no reference point
-      overhead_sum += std::max(0.0, start[t.id] - ready - memory_time(ready, start[t.id]));
-      ++overhead_n;
     }
   }
   std::map<CollectiveKey, std::vector<double>> collectives, waits;
@@ -192,13 +233,22 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace
     waits[instance_keys.at(inst)].push_back(mean(durations) - shortest);
   }
   if (kernels.empty() && collectives.empty())
-    throw Error("calibrate: " + trace_name + " holds no kernel and no collective: nothing to calibrate");
+    throw Error("calibrate: " + (runs.size() == 1 ? runs[0].name : std::string("the traces")) +
+                (runs.size() == 1 ? " holds" : " hold") + " no kernel and no collective: nothing to calibrate");
   proto::CalibrationProfile prof;
   prof.set_format(kCalibrationFormat);
-  prof.set_backend(trace.backend());
-  prof.set_machine(trace.machine());
-  prof.set_scenario_digest(trace.scenario_digest());
-  prof.set_ranks(uint32_t(trace.world_size()));
+  prof.set_backend(first.backend());
+  prof.set_machine(first.machine());
+  prof.set_scenario_digest(first.scenario_digest());
+  prof.set_ranks(uint32_t(first.world_size()));
+  for (const NamedTrace& run : runs) {
+    const RunSpread sp = run_spread(*run.trace);
+    proto::CalibrationRun* cr = prof.add_runs();
+    cr->set_name(run.name);
+    cr->set_steps(uint32_t(sp.steps));
+    cr->set_iteration_s(sp.median_s);
+    cr->set_relative_iqr(sp.relative_iqr);
+  }
   prof.set_overhead_samples(overhead_n);
   prof.set_task_overhead_s(overhead_n ? overhead_sum / overhead_n : 0);
   for (auto& [k, v] : kernels) {

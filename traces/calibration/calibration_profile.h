@@ -8,6 +8,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "calibration.pb.h"
 #include "shared/schedule.h"
@@ -16,6 +17,33 @@
 namespace tandem {
 
 inline constexpr const char* kCalibrationFormat = "tandem-calibration-1";
+
+// One measured trace and the name errors and the profile give it (its file name).
+struct NamedTrace {
+  const proto::Trace* trace;
+  std::string name;
+};
+
+// A measured run's steady-state steps (the slowest rank's time of each step, step 1 left out, as
+// `tandem run` reports them): their count, median and interquartile range over the median (0
+// with fewer than two steps).
+struct RunSpread {
+  int steps = 0;
+  double median_s = 0, relative_iqr = 0;
+};
+RunSpread run_spread(const proto::Trace& trace);
+
+// A calibration run whose steady-state steps spread more than this (IQR over the median) is noisy:
+// `tandem calibrate` warns. On the 2-core development VM quiet runs of the tiny GPT spread 2-9 %
+// and runs made while other jobs took the cores 12-57 % (docs/exec.md, "Host twin error"); a
+// profile holds the run's times, so every prediction from a noisy run is off by that noise.
+inline constexpr double kNoisyRunRelativeIqr = 0.10;
+
+// Several runs of one schedule (`tandem calibrate TRACE [TRACE ...]`): kernel and collective
+// samples pooled over the runs, Allocs/Frees the median over every run's steady-state steps, the
+// time between kernels the mean over all; `runs` holds each run's iteration time and spread.
+// Every trace must pass the checks below and come from one backend.
+proto::CalibrationProfile make_calibration(const Schedule& schedule, const std::vector<NamedTrace>& runs);
 
 // Throws Error (bad input) naming `trace_name` when the trace is predicted (backend sim: a
 // simulator calibrated on its own output learns nothing), holds no event, was not measured on

@@ -1,12 +1,16 @@
-// tandem calibrate TRACE SCENARIO [--set k=v ...] -o PROFILE: the median measured time of each
-// kernel and collective shape of a measured trace (traces/calibration/calibration_profile.h), for
-// `tandem sim --calibration PROFILE`. The scenario (with the same --set) names the schedule the
-// trace was measured on; its digest must match the trace's.
+// tandem calibrate TRACE [TRACE ...] SCENARIO [--set k=v ...] -o PROFILE: the measured time of each
+// kernel and collective shape of one or several measured runs of one schedule
+// (traces/calibration/calibration_profile.h), for `tandem sim --calibration PROFILE`. The scenario
+// (with the same --set) names the schedule the traces were measured on; its digest must match
+// theirs. Prints each run's iteration time and step spread and the spread between the runs, and
+// warns (exit 0) when a run's steps spread more than kNoisyRunRelativeIqr.
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -55,27 +59,60 @@ std::vector<tandem::CollectiveProbePoint> probe_collectives(int ranks, const std
   return tandem::parse_probe(text, file);
 }
 
+// Each run's iteration time and step spread, the spread between the runs, and a warning for a
+// noisy run: the profile holds its times, so a prediction from it is off by its noise.
+void print_runs(const tandem::proto::CalibrationProfile& prof) {
+  double lo = HUGE_VAL, hi = 0;
+  std::vector<double> medians;
+  for (const tandem::proto::CalibrationRun& r : prof.runs()) {
+    if (r.steps() == 0) continue;
+    std::printf("  run %s: iteration %.3f ms (median of %u steady-state steps), step spread IQR %.1f %% of it\n",
+                r.name().c_str(), 1e3 * r.iteration_s(), r.steps(), 100 * r.relative_iqr());
+    lo = std::min(lo, r.iteration_s()), hi = std::max(hi, r.iteration_s());
+    medians.push_back(r.iteration_s());
+  }
+  if (medians.size() > 1) {
+    std::sort(medians.begin(), medians.end());
+    const size_t n = medians.size();
+    const double median = n % 2 ? medians[n / 2] : 0.5 * (medians[n / 2 - 1] + medians[n / 2]);
+    std::printf("  run-to-run spread: %.3f .. %.3f ms, (max - min) %.1f %% of the median %.3f ms\n", 1e3 * lo, 1e3 * hi,
+                100 * (hi - lo) / median, 1e3 * median);
+  }
+  std::fflush(stdout);
+  for (const tandem::proto::CalibrationRun& r : prof.runs())
+    if (r.relative_iqr() > tandem::kNoisyRunRelativeIqr)
+      std::fprintf(stderr,
+                   "tandem calibrate: warning: %s is a noisy run: its steady-state steps spread %.1f %% of their "
+                   "median (IQR; above %.0f %%); every prediction from this profile is off by as much. Calibrate on "
+                   "a quieter machine or over several runs (tandem calibrate TRACE TRACE ... SCENARIO)\n",
+                   r.name().c_str(), 100 * r.relative_iqr(), 100 * tandem::kNoisyRunRelativeIqr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  po::options_description opts("tandem calibrate TRACE SCENARIO [--set k=v ...] -o PROFILE");
+  po::options_description opts("tandem calibrate TRACE [TRACE ...] SCENARIO [--set k=v ...] -o PROFILE");
   opts.add_options()("help,h", "show this help")("output,o", po::value<std::string>(), "the profile to write")(
       "set", po::value<std::vector<std::string>>()->composing(), "the overrides the trace was measured with")(
       "no-probe", "a host trace: leave out the probes of this CPU's GEMM rate and of its MPI collectives (run them on "
       "the machine measured)")(
-      "args", po::value<std::vector<std::string>>(), "TRACE SCENARIO");
+      "args", po::value<std::vector<std::string>>(), "TRACE [TRACE ...] SCENARIO");
   po::variables_map vm;
-  if (auto stop = tandem::parse_command_line("tandem calibrate", argc, argv, opts, {{"args", 2}}, vm)) return *stop;
+  if (auto stop = tandem::parse_command_line("tandem calibrate", argc, argv, opts, {{"args", -1}}, vm)) return *stop;
   return tandem::run_main("tandem calibrate", [&] {
-    if (!vm.count("args") || vm["args"].as<std::vector<std::string>>().size() != 2 || !vm.count("output"))
-      tandem::throw_usage_error("needs TRACE SCENARIO and -o PROFILE", opts);
+    if (!vm.count("args") || vm["args"].as<std::vector<std::string>>().size() < 2 || !vm.count("output"))
+      tandem::throw_usage_error("needs TRACE [TRACE ...] SCENARIO and -o PROFILE", opts);
     tandem::reject_empty_paths(vm, {"output"});
     const auto& args = vm["args"].as<std::vector<std::string>>();
     std::vector<std::string> sets;
     if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
-    tandem::Schedule schedule(tandem::load_scenario(args[1], sets));
+    tandem::Schedule schedule(tandem::load_scenario(args.back(), sets));
     tandem::print_scenario_notes("tandem calibrate", schedule.scenario());
-    tandem::proto::CalibrationProfile prof = tandem::make_calibration(schedule, tandem::read_trace(args[0]), args[0]);
+    std::vector<tandem::proto::Trace> traces;
+    for (size_t i = 0; i + 1 < args.size(); ++i) traces.push_back(tandem::read_trace(args[i]));
+    std::vector<tandem::NamedTrace> runs;
+    for (size_t i = 0; i < traces.size(); ++i) runs.push_back({&traces[i], args[i]});
+    tandem::proto::CalibrationProfile prof = tandem::make_calibration(schedule, runs);
     // A host trace: this CPU's GEMM rate over a grid of shapes, for the shapes the run lacks
     // (traces/calibration/gemm_probe.h); it describes the machine the run was measured on.
     if (prof.backend() == "host" && !vm.count("no-probe")) {
@@ -94,8 +131,10 @@ int main(int argc, char** argv) {
       std::cout << " and " << prof.gemm_probe_size() << " probed GEMM shapes (" << prof.probe_blas_threads()
                 << " BLAS thread" << (prof.probe_blas_threads() == 1 ? "" : "s") << ")";
     if (prof.collective_probe_size()) std::cout << " and " << prof.collective_probe_size() << " probed collectives";
-    std::cout << " from " << args[0] << " (" << prof.backend() << ", " << prof.machine()
-              << ") -> " << out << "\n";
+    std::cout << " from " << (runs.size() == 1 ? args[0] : std::to_string(runs.size()) + " runs") << " ("
+              << prof.backend() << ", " << prof.machine() << ") -> " << out << "\n";
+    std::cout.flush();
+    print_runs(prof);
     return 0;
   });
 }
