@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
       ("jobs,j", po::value(&jobs), "simulations at a time (default: the number of hardware threads)")
       ("no-simulate", "rank by the estimate and the planner's memory only")
       ("vary-batch", "search strategy.global_batch too (the powers of two up to the scenario's, and it), ranked by tokens/s")
+      ("approximate", "simulate the K best with tandem sim's --approximate (docs/sim.md \"Approximate tier\"): a point whose result is approximate says so")
       ("max-time", po::value(&max_time), "wall-time limit of one simulation: 90s, 30m, 2h; 0 for no limit (default 1h)")
       ("scenario", po::value(&scenario_path), "scenario file");
   add_max_memory_option(opts);
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
     o.jobs = jobs;
     o.simulate = !vm.count("no-simulate");
     o.vary_batch = vm.count("vary-batch") > 0;
+    o.sim.approximate = vm.count("approximate") > 0;
     if (mpi) o.ranks = &mpi->ranks();
     o.limit = max_memory_limit(vm);
     o.limit.max_time_s = sim::parse_duration(max_time, "--max-time");

@@ -58,6 +58,7 @@ std::string search_table(const SearchResult& r) {
     }
     out += line + joined(p.sets) + (p.ties ? " (+" + std::to_string(p.ties) + " ties)" : "") + "\n";
     if (!ok && !s.reason.empty()) out += "       " + s.reason + "\n";
+    if (ok && !s.approximate.empty()) out += "       (approximate: " + s.approximate + ")\n";
   }
   return out;
 }
@@ -114,6 +115,8 @@ std::string search_json(const SearchResult& r) {
     w.key("planned_peak_memory_bytes").integer(p.planned_peak_bytes);
     w.key("limit").string(limit_of(p, r.hbm_bytes));
     w.key("ties").integer(p.ties);
+    // Only on a point tandem search --approximate kept approximate: an exact search is unchanged.
+    if (ok && !s.approximate.empty()) w.key("approximate").string(s.approximate);
     w.end_object();
   }
   w.line_break();

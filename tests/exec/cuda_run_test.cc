@@ -82,7 +82,9 @@ TEST(TandemRunCuda, OffloadPoliciesMatchTheRunWithoutOffloadAndThePlannedPeak) {
     ASSERT_EQ(measured.size(), 1u) << policy;
     ASSERT_EQ(planned.size(), 1u) << policy;
     EXPECT_EQ(measured[0], planned[0]) << policy;
-    if (policy.find("auto") != std::string::npos) EXPECT_LE(measured[0], double(cap)) << policy;
+    if (policy.find("auto") != std::string::npos) {
+      EXPECT_LE(measured[0], double(cap)) << policy;
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 #!/bin/sh
-# tandem-search end to end: two runs give the same results (the timing fields aside); bad input
+# tandem-search end to end: two runs give the same results (the timing fields aside), and so does
+# --approximate where nothing parts; bad input
 # (no valid strategy, a model that fits nowhere, an unknown --set field) exits 2 with the rule; -o
 # writes the HTML report.
 set -eu
@@ -18,6 +19,12 @@ cmp "$tmp/a.cut" "$tmp/b.cut"
 # 31 points, 19 valid (derived in search_space_test.cc).
 grep -q '"points":31,"valid":19,' "$tmp/a.json"
 grep -q '"rank":3,' "$tmp/a.json"
+# --approximate where no lane parts (the tiny GPT on one node: no fold parts) is the exact search,
+# byte for byte but for the timing fields (docs/sim.md "Approximate tier").
+# shellcheck disable=SC2086
+"$bin" "$tiny" --gpus 8 $fixed --top 3 -j 2 --json --approximate > "$tmp/approx.json"
+sed 's/"estimate_[a-z_]*":[^,]*,//g' "$tmp/approx.json" > "$tmp/approx.cut"
+cmp "$tmp/a.cut" "$tmp/approx.cut"
 # -o writes the HTML report of the same run (its figures against the JSON: search_report_html_test.cc).
 # shellcheck disable=SC2086
 "$bin" "$tiny" --gpus 8 $fixed --top 3 -j 2 --json -o "$tmp/report.html" > "$tmp/c.json"
