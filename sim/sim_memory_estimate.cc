@@ -5,6 +5,8 @@
 
 #include "shared/rank_grid.h"
 #include "shared/resource_limit.h"
+#include "sim/nccl_tuner.h"
+#include "sim/platform_builder.h"
 
 namespace tandem::sim {
 
@@ -57,7 +59,9 @@ bool private_routes(const ClusterSpec& c, const SimOptions& o, int world) {
   return !(c.oversubscription > 1.0 && nodes > per_leaf);
 }
 
-ExpectedLayout expected_layout(const Schedule& schedule, const SimOptions& o) {
+// across_replicas: false leaves out replica and grid folding (the layout of the rerun with the tp
+// lanes alone, which simulate() takes where a fold's lanes part).
+ExpectedLayout expected_layout(const Schedule& schedule, const SimOptions& o, bool across_replicas = true) {
   const StrategySpec& s = schedule.scenario().strategy;
   const ClusterSpec& c = schedule.scenario().cluster;
   const int n = schedule.world_size(), gpn = std::max(1, c.gpus_per_node), nics = std::max(1, c.nics_per_node);
@@ -67,13 +71,13 @@ ExpectedLayout expected_layout(const Schedule& schedule, const SimOptions& o) {
   const bool nic_ok = nics >= gpn || (gpn % nics == 0 && (s.tp % e.gpus_per_nic == 0 || e.gpus_per_nic % s.tp == 0));
   const bool priv = private_routes(c, o, n);
   // Replica folding (FoldPlanner::choose_replica_fold).
-  if (base && o.fold_data_parallel && s.tp == 1 && s.pp == 1 && s.sp == 1 && n > 1) {
+  if (base && across_replicas && o.fold_data_parallel && s.tp == 1 && s.pp == 1 && s.sp == 1 && n > 1) {
     e.fold = n;
     e.replica = true;
     return e;
   }
   // Grid folding (FoldPlanner::choose_grid_fold): dp x tp lanes per pipeline stage.
-  if (base && o.fold_data_parallel && (s.tp == 1 || o.fold_tensor_parallel) && s.sp == 1 && s.dp > 1 &&
+  if (base && across_replicas && o.fold_data_parallel && (s.tp == 1 || o.fold_tensor_parallel) && s.sp == 1 && s.dp > 1 &&
       (s.tp > 1 || s.pp > 1) && priv && gpn % s.tp == 0 && (s.pp * s.tp) % gpn == 0 && nic_ok) {
     e.fold = s.dp * s.tp;
     e.grid = true;
@@ -95,56 +99,83 @@ ExpectedLayout expected_layout(const Schedule& schedule, const SimOptions& o) {
 SimWork count_sim_work(const Schedule& schedule, const SimOptions& options) {
   SimWork w;
   w.world = schedule.world_size();
-  const ExpectedLayout e = expected_layout(schedule, options);
-  w.fold = e.fold;
-  w.units = w.world / w.fold;
-  const int gpn = std::max(1, schedule.scenario().cluster.gpus_per_node);
+  ExpectedLayout e = expected_layout(schedule, options);
+  const ClusterSpec& cl = schedule.scenario().cluster;
+  const int gpn = std::max(1, cl.gpus_per_node);
   const RankGrid& grid = schedule.grid();
   bool copies = false;
+  // The collectives whose groups span nodes (the square term), each with the ranks taking it.
+  struct Spanning {
+    GroupId group;
+    CollectiveOp op;
+    int64_t bytes;
+    int64_t ranks;
+  };
+  std::vector<Spanning> spanning;
   for (const RankClass& c : schedule.rank_classes()) {
-    int64_t tasks = 0, allocs = 0, buffers = 0;
-    double squares = 0;
-    {
-      const Program p = schedule.program(c.representative);
-      tasks = int64_t(p.tasks.size());
-      buffers = int64_t(p.buffers.size());
-      for (const Task& t : p.tasks) {
-        allocs += std::holds_alternative<Alloc>(t.op) || std::holds_alternative<Free>(t.op);
-        copies = copies || std::holds_alternative<Copy>(t.op);
-        if (const auto* coll = std::get_if<Collective>(&t.op)) {
-          const std::vector<int>& ranks = schedule.group(coll->group).ranks;
-          const auto [lo, hi] = std::minmax_element(ranks.begin(), ranks.end());
-          const bool spans_nodes = !ranks.empty() && *lo / gpn != *hi / gpn;
-          if (!spans_nodes) continue;
-          // Folded, one state's collective launches the flows of every lane's group at once
-          // (FlowLauncher: op_lanes): the group's siblings inside the unit (fold / n of them), or
-          // one per lane for a group across units. Per member that is n x lanes (see SimWork).
-          double lanes = 1;
-          if (e.fold > 1) {
-            bool internal = e.replica;
-            if (e.grid) {
-              internal = true;
-              for (int r : ranks) internal = internal && grid.coord(r).pp == grid.coord(ranks.front()).pp;
-            }
-            lanes = internal ? double(e.fold) / double(ranks.size()) : double(e.fold);
-          }
-          squares += double(ranks.size()) * lanes;
-        }
+    const Program p = schedule.program(c.representative);
+    const int64_t tasks = int64_t(p.tasks.size()), members = c.count;
+    int64_t allocs = 0;
+    for (const Task& t : p.tasks) {
+      allocs += std::holds_alternative<Alloc>(t.op) || std::holds_alternative<Free>(t.op);
+      copies = copies || std::holds_alternative<Copy>(t.op);
+      if (const auto* coll = std::get_if<Collective>(&t.op)) {
+        const std::vector<int>& ranks = schedule.group(coll->group).ranks;
+        const auto [lo, hi] = std::minmax_element(ranks.begin(), ranks.end());
+        if (!ranks.empty() && *lo / gpn != *hi / gpn) spanning.push_back({coll->group, coll->op, coll->bytes, members});
       }
     }
-    w.collective_square += double(c.count) * squares;
-    const int64_t members = c.count;
     w.class_tasks = checked_add(w.class_tasks, tasks, "memory estimate");
     w.max_tasks = std::max(w.max_tasks, tasks);
-    w.max_buffers = std::max(w.max_buffers, buffers);
+    w.max_buffers = std::max(w.max_buffers, int64_t(p.buffers.size()));
     w.rank_tasks = checked_add(w.rank_tasks, checked_mul(members, tasks, "memory estimate"), "memory estimate");
     w.rank_entries =
         checked_add(w.rank_entries, checked_mul(members, tasks + allocs, "memory estimate"), "memory estimate");
   }
+  // Where NCCL's tuner (the simulator's, sim/nccl_tuner.h) picks the double binary tree for an
+  // all-reduce across replicas under grid folding with pipeline stages, the tree (not symmetric
+  // under a replica move) meets the pipeline messages on the NICs and the lanes part: the exact
+  // path runs again with the tp lanes alone (docs/sim.md "Why lanes part"), which is then what it
+  // costs. Without pipeline messages nothing else crosses the NICs and the fold holds, as the tests
+  // of the simulator show; --approximate keeps the folded run. Conservative: a tree that meets no
+  // pipeline message (a small all-reduce across replicas, at 8192 GPUs of GPT-3 t8 p16) leaves
+  // the fold whole, and the estimate then counts a rerun that does not happen.
+  if (e.grid && schedule.scenario().strategy.pp > 1 && !options.approximate) {
+    const NetworkEfficiency eff = options.ideal_network ? NetworkEfficiency{1.0, 1.0, 1.0} : options.efficiency;
+    NcclTuner tuner(fabric_model(cl, eff, gpn, std::max(1, cl.nics_per_node)), options.ideal_network, options.algorithm,
+                    options.protocol);
+    for (const Spanning& sp : spanning) {
+      const std::vector<int>& ranks = schedule.group(sp.group).ranks;
+      bool across = false;  // members in other replicas
+      for (int r : ranks) across = across || grid.coord(r).dp != grid.coord(ranks.front()).dp;
+      if (sp.op != CollectiveOp::kAllReduce || !across) continue;
+      if (tuner.choose(sp.op, schedule.group(sp.group).ranks, double(sp.bytes)).algorithm == Algorithm::kTree) {
+        e = expected_layout(schedule, options, /*across_replicas=*/false);
+        break;
+      }
+    }
+  }
+  w.fold = e.fold;
+  w.units = w.world / w.fold;
+  for (const Spanning& sp : spanning) {
+    const std::vector<int>& ranks = schedule.group(sp.group).ranks;
+    // Folded, one state's collective launches the flows of every lane's group at once
+    // (FlowLauncher: op_lanes): the group's siblings inside the unit (fold / n of them), or one per
+    // lane for a group across units. Per member that is n x lanes (see SimWork).
+    double lanes = 1;
+    if (e.fold > 1) {
+      bool internal = e.replica;
+      if (e.grid) {
+        internal = true;
+        for (int r : ranks) internal = internal && grid.coord(r).pp == grid.coord(ranks.front()).pp;
+      }
+      lanes = internal ? double(e.fold) / double(ranks.size()) : double(e.fold);
+    }
+    w.collective_square += double(sp.ranks) * double(ranks.size()) * lanes;
+  }
   // The quotients (FoldPlanner::choose_lane_quotient, choose_flow_quotient) put 1/q of a symmetric
   // op's flows in SimGrid: the square term by q^2. Refused where copies cross a link several GPUs
   // share (a PCIe switch uplink, host memory).
-  const ClusterSpec& cl = schedule.scenario().cluster;
   const bool shared_host_links = copies && (cl.gpus_per_pcie_switch > 1 || cl.host_memory_bandwidth_gbps > 0);
   const int tp = schedule.scenario().strategy.tp, k = e.gpus_per_nic;
   if (!shared_host_links && e.lane_stride > 0) {

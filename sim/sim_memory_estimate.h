@@ -30,8 +30,9 @@ struct SimWork {
   // about as the square of the SimGrid flows in flight, (lanes x n / q)^2, and a group's instances
   // make instances / lanes launches (measured, sim/sim_time_estimate.cc). The estimate assumes
   // plans symmetric under the fold's moves: an asymmetric one (NCCL's tree over the replicas,
-  // docs/sim.md "Lane quotient") keeps more flows, and where it parts the lanes the exact path runs
-  // again less folded, which this does not count.
+  // docs/sim.md "Lane quotient") keeps more flows. Where the tuner picks that tree under grid
+  // folding with pipeline stages the lanes part and the exact path runs again with the tp lanes
+  // alone: the counts are that run's (without --approximate).
   double collective_square = 0;
   int64_t replayed_tasks() const { return rank_tasks / fold; }
 };
