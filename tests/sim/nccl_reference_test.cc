@@ -107,6 +107,38 @@ TEST(NcclReference, AllReduceAcrossNodesPrintsBusBandwidth) {
   }
 }
 
+// One GPU a node in each ring (the data-parallel groups at tp 8): nccl_busbw_fabrics.tsv's "400Gb
+// RDMA (IB/RoCE), 1 NIC" 48 GB/s is what one NIC carries, and a DGX H100 runs eight such rings at
+// once, one on each rail. busbw = bytes * (n - 1) / n / time for a reduce-scatter (4 GiB in), twice
+// that for an all-reduce (nccl-tests' definitions). Printed for docs/accuracy.md (section 13); asserted:
+// a reduce-scatter has only the ring in NCCL, so its bus bandwidth cannot exceed one NIC's, the
+// preset's 50 GB/s times the fitted NIC efficiency (SimOptions::efficiency.nic).
+TEST(NcclReference, OneGpuANodeRingsPrintBusBandwidth) {
+  const int64_t bytes = int64_t(4) << 30;
+  const double nic_limit = 50e9 * SimOptions{}.efficiency.nic;
+  for (int nodes : {2, 8, 48}) {
+    const int world = 8 * nodes;
+    std::vector<std::vector<int>> rails(8);
+    for (int g = 0; g < world; ++g) rails[size_t(g % 8)].push_back(g);
+    for (CollectiveOp op : {CollectiveOp::kReduceScatter, CollectiveOp::kAllReduce}) {
+      Schedule s = make_schedule(cluster("dgx-h100", world), world, rails, [bytes, op](int rank) {
+        ProgramWriter w(rank);
+        w.collective(op, GroupId(rank % 8), bytes);
+        return w.p;
+      });
+      const double t = simulate(s).iteration_time_s;
+      ASSERT_TRUE(std::isfinite(t) && t > 0);
+      const bool all_reduce = op == CollectiveOp::kAllReduce;
+      const double busbw = double(bytes) * (all_reduce ? 2.0 : 1.0) * (nodes - 1) / nodes / t;
+      std::printf("dgx-h100 %s, %d nodes, 8 rail rings of one GPU a node: busbw %.1f GB/s (one NIC measured 48)\n",
+                  all_reduce ? "all-reduce" : "reduce-scatter", nodes, busbw / 1e9);
+      if (!all_reduce) {
+        EXPECT_LE(busbw, nic_limit * (1 + 1e-9)) << nodes << " nodes";
+      }
+    }
+  }
+}
+
 // Host copies over PCIe on H200 (nccl_allreduce_8xh200.tsv header: PCIe5 x16 H2D 55.43 GB/s,
 // D2H 55.06 GB/s), 1 GiB each way.
 TEST(NcclReference, HostCopiesPrintErrors) {
