@@ -76,6 +76,23 @@ BENCHMARK(BM_Gpt3_Scaling)
     ->Iterations(1)
     ->UseRealTime();
 
+// The same with every stage's gradients bucketed and reduced during the backward
+// (software.bucket_every_stage true, as the megatron-lm-2022 preset; the default megatron-core-0.8
+// buckets the first stage only, and its later stages reduce after their last backward, where no
+// pipeline message is in flight): from dp 80 the tuner's tree all-reduce meets pipeline messages,
+// the replicas part, and the exact run ends tp-folded (docs/sim.md "Speed at 16k GPUs, session 11").
+void BM_Gpt3_EveryStageBucketed(benchmark::State& state) {
+  const int gpus = int(state.range(0));
+  simulate_case(state, {"cluster.gpus=" + std::to_string(gpus), "strategy.global_batch=" + std::to_string(192 * gpus / 128),
+                        "software.bucket_every_stage=true"});
+}
+BENCHMARK(BM_Gpt3_EveryStageBucketed)
+    ->Arg(8192)
+    ->Arg(16384)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1)
+    ->UseRealTime();
+
 void BM_Gpt3_Approximate(benchmark::State& state) {
   const int gpus = int(state.range(0));
   simulate_case(state, {"cluster.gpus=" + std::to_string(gpus), "strategy.global_batch=" + std::to_string(192 * gpus / 128)},
