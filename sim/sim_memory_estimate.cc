@@ -89,7 +89,9 @@ SimWork count_sim_work(const Schedule& schedule, const SimOptions& options) {
   // costs. Without pipeline messages nothing else crosses the NICs and the fold holds, as the tests
   // of the simulator show; --approximate keeps the folded run. Conservative: a tree that meets no
   // pipeline message (a small all-reduce across replicas, at 8192 GPUs of GPT-3 t8 p16) leaves
-  // the fold whole, and the estimate then counts a rerun that does not happen.
+  // the fold whole, and the estimate then counts a rerun that does not happen; so does the default
+  // megatron-core-0.8 schedule of GPT-3 t8 p16 at 10k-16k GPUs, whose later stages reduce after
+  // their last backward (docs/sim.md "Speed at 64-16k GPUs").
   const bool grid_fold = e.kind == LayoutFold::Kind::kGrid;
   if (grid_fold && schedule.scenario().strategy.pp > 1 && !options.approximate) {
     const NetworkEfficiency eff = options.ideal_network ? NetworkEfficiency{1.0, 1.0, 1.0} : options.efficiency;

@@ -4,8 +4,12 @@
 //                       <= 10 s wall on one core, <= 4 GiB peak memory)
 //   BM_Gpt3_Scaling/N:  the same model and layout (t8, p16; p8 at 64 GPUs) with 192 micro-batches
 //                       per pipeline, on N = 64 .. 16384 GPUs (weak scaling of the simulator;
-//                       from 10,240 GPUs the tuner's tree all-reduce parts the replicas, and the
-//                       run ends tp-folded: ranks_per_state 8, docs/sim.md "Why lanes part")
+//                       with the default preset one state per stage up to 16384; at 512 the lane
+//                       quotient parts and the grid fold without it reruns: docs/sim.md
+//                       "Speed at 64-16k GPUs")
+//   BM_Gpt3_EveryStageBucketed/N: the same with every stage's buckets reduced in the backward;
+//                       at 16384 the tree parts the replicas and the run ends tp-folded
+//                       (ranks_per_state 8, docs/sim.md "Why lanes part")
 //   BM_Gpt3_Approximate/N: the same with --approximate (SimOptions::approximate, docs/sim.md
 //                       "Approximate tier") on N = 16384 .. 131072 GPUs: the grid-folded run is
 //                       kept where the tree parts the lanes; "approximate" 1 and "parted_window_s"
