@@ -6,9 +6,58 @@
 
 namespace tandem::sim {
 
+FoldShape FoldShape::of(const Platform& platform) {
+  return {platform.gpus_per_node(), platform.nics_per_node(), platform.private_routes()};
+}
+
+FoldShape FoldShape::of(const ClusterSpec& cluster, int world_size, const FabricShape& fabric) {
+  return {std::max(1, cluster.gpus_per_node), std::max(1, cluster.nics_per_node),
+          !Platform::has_leaves(cluster, world_size, fabric)};
+}
+
+// The layout-level conditions of each fold (the reasons are written at choose_grid_fold,
+// choose_fold, choose_replica_fold, choose_lane_quotient and choose_flow_quotient, which start
+// from this answer and then check the programs).
+LayoutFold FoldPlanner::layout_fold(const Schedule& schedule, const SimOptions& o, const FoldShape& shape) {
+  LayoutFold f;
+  if (!o.closed_form_uncontended || !o.share_class_programs) return f;
+  const int n = schedule.world_size();
+  const RankGrid& grid = schedule.grid();
+  const int D = grid.dp(), P = grid.pp(), T = grid.tp();
+  const int gpn = shape.gpus_per_node, nics = shape.nics_per_node, k = shape.gpus_per_nic();
+  const bool generated = grid.sp() == 1 && grid.size() == n;
+  // The tp lanes share NICs alike: k GPUs per NIC divides tp, or tp divides k.
+  const bool nics_alike = nics >= gpn || (gpn % nics == 0 && (T % k == 0 || k % T == 0));
+  if (o.fold_tensor_parallel && T > 1 && generated && n % T == 0 && gpn % T == 0 && nics_alike) f.tensor_fold = T;
+  if (o.fold_data_parallel && generated && D >= 2 && (T > 1 || P > 1) && (T == 1 || o.fold_tensor_parallel) &&
+      shape.private_routes && gpn % T == 0 && (P * T) % gpn == 0 && nics_alike) {
+    f.kind = LayoutFold::Kind::kGrid;
+    f.fold = D * T;
+    const int s = T % k == 0 ? k : (k % T == 0 ? T : 0);
+    if (o.fold_flows && o.fold_lanes && s > 0 && f.fold / s > 1) f.lane_stride = s;
+  } else if (T <= 1) {
+    if (o.fold_data_parallel && n >= 2 && generated && P == 1 && D == n) {
+      f.kind = LayoutFold::Kind::kReplica;
+      f.fold = n;
+    }
+  } else if (f.tensor_fold > 1) {
+    f.kind = LayoutFold::Kind::kTensor;
+    f.fold = T;
+  }
+  if (o.fold_flows && (f.kind == LayoutFold::Kind::kGrid || f.tensor_fold > 1) && T > 1 && T % k == 0 && k < T &&
+      shape.private_routes)
+    f.flow_stride = k;
+  return f;
+}
+
 FoldPlanner::FoldPlanner(const Schedule& schedule, const SimOptions& options, const Platform& platform,
                          const std::vector<std::shared_ptr<ProgramInfo>>& infos)
-    : schedule_(schedule), options_(options), platform_(platform), infos_(infos) {
+    : schedule_(schedule),
+      options_(options),
+      platform_(platform),
+      shape_(FoldShape::of(platform)),
+      allowed_(layout_fold(schedule, options, shape_)),
+      infos_(infos) {
   scan_exclusive_groups();
   fold_ = choose_grid_fold();
   if (fold_ == 1) fold_ = choose_fold();
@@ -117,20 +166,10 @@ void FoldPlanner::scan_exclusive_groups() {
 // the same rates; the replay also checks this as it runs (a phase whose lanes' flows do not end
 // together sets SimResult::fold_exact = false and simulate() runs again unfolded).
 int FoldPlanner::choose_fold() {
-  if (!options_.closed_form_uncontended || !options_.share_class_programs) return 1;
   const int n = schedule_.world_size();
-  const RankGrid& grid = schedule_.grid();
-  const int T = grid.tp();
-  if (T <= 1) return choose_replica_fold();
-  if (!options_.fold_tensor_parallel) return 1;
-  if (grid.sp() != 1 || grid.size() != n || n % T) return 1;
-  const int gpn = platform_.gpus_per_node(), nics = platform_.nics_per_node();
-  if (gpn % T) return 1;
-  if (nics < gpn) {
-    if (gpn % nics) return 1;
-    const int k = gpn / nics;  // GPUs per NIC
-    if (T % k && k % T) return 1;
-  }
+  const int T = schedule_.grid().tp();
+  if (allowed_.kind == LayoutFold::Kind::kReplica) return choose_replica_fold();
+  if (allowed_.tensor_fold <= 1) return 1;
   const auto& groups = schedule_.groups();
   std::vector<std::vector<GroupId>> lanes(groups.size());
   std::vector<uint8_t> internal(groups.size(), 0);
@@ -197,10 +236,8 @@ int FoldPlanner::choose_fold() {
 // GPU's copy shares (the host end has no link), so lane m's copy ends with lane 0's (checked as it
 // runs, as for tensor-parallel lanes). The replay's flows are the unfolded replay's, flow for flow.
 int FoldPlanner::choose_replica_fold() {
-  if (!options_.fold_data_parallel) return 1;
+  if (allowed_.kind != LayoutFold::Kind::kReplica) return 1;
   const int n = schedule_.world_size();
-  const RankGrid& grid = schedule_.grid();
-  if (n < 2 || grid.size() != n || grid.tp() != 1 || grid.pp() != 1 || grid.sp() != 1 || grid.dp() != n) return 1;
   const ProgramInfo* info = infos_[0].get();
   for (int r = 1; r < n; ++r)
     if (infos_[r].get() != info) return 1;

@@ -23,8 +23,43 @@
 
 namespace tandem::sim {
 
+// The platform as the fold conditions read it: a built Platform's, or, for the estimates made
+// before any platform is built (sim/sim_memory_estimate.cc), the cluster's by the same rule
+// (Platform::has_leaves).
+struct FoldShape {
+  int gpus_per_node = 1;
+  int nics_per_node = 1;
+  bool private_routes = true;  // Platform::private_routes
+  int gpus_per_nic() const { return nics_per_node >= gpus_per_node ? 1 : gpus_per_node / nics_per_node; }
+  static FoldShape of(const Platform& platform);
+  static FoldShape of(const ClusterSpec& cluster, int world_size, const FabricShape& fabric);
+};
+
+// The fold the options, the grid and the platform allow, before FoldPlanner checks the programs:
+// the fold the planner tries first, and the strides of the quotients it would then take. The
+// planner's choose_* start from it; the memory and time estimates take it as the fold (their
+// per-program checks assumed to pass).
+struct LayoutFold {
+  enum class Kind { kNone, kTensor, kReplica, kGrid };
+  Kind kind = Kind::kNone;
+  int fold = 1;         // ranks per replayed state
+  int lane_stride = 0;  // FoldPlanner::lane_stride() where the programs allow it (0: not taken)
+  int flow_stride = 0;  // FoldPlanner::quotient_stride() where the programs allow it (0: not taken)
+  int tensor_fold = 1;  // tp where tensor-parallel folding is allowed (the planner's fallback where
+                        // the programs refuse grid folding), else 1
+};
+
 class FoldPlanner {
  public:
+  // What the layout allows (see LayoutFold): the one statement of the layout-level conditions of
+  // every fold and quotient below.
+  static LayoutFold layout_fold(const Schedule& schedule, const SimOptions& options, const FoldShape& shape);
+  // Copies (offload) cross a link several GPUs share (a PCIe switch's uplink, the node's host
+  // memory): where a schedule copies, both quotients are refused.
+  static bool shared_host_links(const ClusterSpec& cluster) {
+    return cluster.gpus_per_pcie_switch > 1 || cluster.host_memory_bandwidth_gbps > 0;
+  }
+
   // `infos`: every rank's program (shared within a class).
   FoldPlanner(const Schedule& schedule, const SimOptions& options, const Platform& platform,
               const std::vector<std::shared_ptr<ProgramInfo>>& infos);
@@ -106,6 +141,8 @@ class FoldPlanner {
   const Schedule& schedule_;
   const SimOptions& options_;
   const Platform& platform_;
+  const FoldShape shape_;
+  const LayoutFold allowed_;  // layout_fold's answer
   const std::vector<std::shared_ptr<ProgramInfo>>& infos_;
   std::map<const ProgramInfo*, Usage> usage_;
   int fold_ = 1;

@@ -27,19 +27,10 @@ namespace tandem::sim {
 // Then lane l's flows are lane 0's moved by a symmetry of the platform, and max-min sharing gives
 // them the same rates (checked as it runs, as tensor-parallel folding is).
 int FoldPlanner::choose_grid_fold() {
-  if (!options_.closed_form_uncontended || !options_.share_class_programs || !options_.fold_data_parallel) return 1;
+  if (allowed_.kind != LayoutFold::Kind::kGrid) return 1;  // FoldPlanner::layout_fold
   const int n = schedule_.world_size();
   const RankGrid& grid = schedule_.grid();
   const int D = grid.dp(), P = grid.pp(), T = grid.tp();
-  if (grid.sp() != 1 || grid.size() != n || D < 2 || (T == 1 && P == 1)) return 1;
-  if (T > 1 && !options_.fold_tensor_parallel) return 1;
-  const int gpn = platform_.gpus_per_node(), nics = platform_.nics_per_node();
-  if (!platform_.private_routes() || gpn % T || (P * T) % gpn) return 1;
-  if (nics < gpn) {
-    if (gpn % nics) return 1;
-    const int k = gpn / nics;
-    if (T % k && k % T) return 1;
-  }
   const int F = D * T;
   std::vector<int> unit_of(n), lane_of(n), members(size_t(P) * F);
   for (int r = 0; r < n; ++r) {
@@ -147,14 +138,9 @@ int FoldPlanner::choose_grid_fold() {
 // s as above, and no copy crosses a link shared by several GPUs (a PCIe switch uplink, host memory:
 // as for the flow quotient below).
 int FoldPlanner::choose_lane_quotient() {
-  if (!options_.fold_flows || !options_.fold_lanes || !grid_ || fold_ <= 1 || !platform_.private_routes()) return 0;
-  const int gpn = platform_.gpus_per_node(), nics = platform_.nics_per_node();
-  const int k = nics >= gpn ? 1 : gpn / nics;
-  const int T = grid_tp_;
-  const int s = T % k == 0 ? k : (k % T == 0 ? T : 0);
-  if (s == 0 || fold_ / s <= 1) return 0;
-  const ClusterSpec& cl = schedule_.scenario().cluster;
-  if (cl.gpus_per_pcie_switch > 1 || cl.host_memory_bandwidth_gbps > 0) {
+  if (!grid_ || allowed_.lane_stride == 0) return 0;  // FoldPlanner::layout_fold
+  const int s = allowed_.lane_stride;
+  if (shared_host_links(schedule_.scenario().cluster)) {
     std::vector<const ProgramInfo*> scanned;
     for (int u = 0; u < units_; ++u) {
       const ProgramInfo* info = infos_[lane0(u)].get();
@@ -207,15 +193,11 @@ int FoldPlanner::move_back(int rank, int move, bool tp_only) const {
 // FlowLauncher checks the flows it launches (a flow between tp coordinates of different classes
 // marks the run inexact, and simulate() reruns it unfolded).
 int FoldPlanner::choose_flow_quotient() {
-  if (!options_.fold_flows || fold_ <= 1) return 0;
+  // FoldPlanner::layout_fold: tp > 1, k divides tp, k < tp, private routes, for the fold taken.
+  if (allowed_.flow_stride == 0 || fold_ <= 1 || (!grid_ && fold_ != allowed_.tensor_fold)) return 0;
   const RankGrid& grid = schedule_.grid();
-  const int T = grid.tp();
-  if (!grid_ && (fold_ != T || grid.sp() != 1 || grid.size() != schedule_.world_size())) return 0;
-  const int gpn = platform_.gpus_per_node(), nics = platform_.nics_per_node();
-  const int k = nics >= gpn ? 1 : gpn / nics;
-  if (T <= 1 || T % k || k >= T || !platform_.private_routes()) return 0;
-  const ClusterSpec& cl = schedule_.scenario().cluster;
-  const bool shared_host_links = cl.gpus_per_pcie_switch > 1 || cl.host_memory_bandwidth_gbps > 0;
+  const int k = allowed_.flow_stride;
+  const bool shared_host = shared_host_links(schedule_.scenario().cluster);
   const auto& groups = schedule_.groups();
   std::vector<const ProgramInfo*> scanned;
   for (int u = 0; u < units_; ++u) {
@@ -234,7 +216,7 @@ int FoldPlanner::choose_flow_quotient() {
       const int p = translate ? schedule_.peer_for(b, p_rep) : p_rep;
       if (p < 0 || p >= schedule_.world_size() || grid.coord(p).tp != grid.coord(b).tp) return 0;
     }
-    if (shared_host_links && std::find(scanned.begin(), scanned.end(), info) == scanned.end()) {
+    if (shared_host && std::find(scanned.begin(), scanned.end(), info) == scanned.end()) {
       scanned.push_back(info);
       for (const Task& t : info->program.tasks)
         if (std::holds_alternative<Copy>(t.op)) return 0;

@@ -54,6 +54,22 @@ FabricModel fabric_model(const ClusterSpec& cl, const NetworkEfficiency& eff, in
   return fabric;
 }
 
+namespace {
+
+// Nodes under one leaf: the fabric shape's, or 32 NIC ports per fat-tree leaf, 32 nodes per rail leaf.
+int nodes_per_leaf(const ClusterSpec& c, const FabricShape& shape) {
+  if (shape.nodes_per_leaf > 0) return shape.nodes_per_leaf;
+  return c.inter_node_topology == Topology::kRailOptimized ? 32 : std::max(1, 32 / std::max(1, c.nics_per_node));
+}
+
+}  // namespace
+
+bool Platform::has_leaves(const ClusterSpec& c, int world_size, const FabricShape& shape) {
+  const int gpn = std::max(1, c.gpus_per_node);
+  const int nodes = (world_size + gpn - 1) / gpn;
+  return nodes > 1 && c.oversubscription > 1.0 && nodes > nodes_per_leaf(c, shape);
+}
+
 Platform::Platform(const ClusterSpec& c, int world_size, const NetworkEfficiency& eff, const FabricShape& shape) {
   if (c.gpus_per_node <= 0) throw Error("sim: cluster.gpus_per_node must be positive");
   gpn_ = c.gpus_per_node;
@@ -143,9 +159,8 @@ Platform::Platform(const ClusterSpec& c, int world_size, const NetworkEfficiency
     sg::NetZone* fabric = sg::create_star_zone("fabric");
     fabric->set_parent(root);
     const bool rail = c.inter_node_topology == Topology::kRailOptimized;
-    int per_leaf = shape.nodes_per_leaf;
-    if (per_leaf <= 0) per_leaf = rail ? 32 : std::max(1, 32 / nics_);
-    const bool leaves = c.oversubscription > 1.0 && nodes > per_leaf;
+    const int per_leaf = nodes_per_leaf(c, shape);
+    const bool leaves = has_leaves(c, world_size, shape);
     nic_.resize(static_cast<size_t>(nodes) * nics_);
     leaves_ = leaves;
     if (!leaves) {

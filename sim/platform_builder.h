@@ -74,6 +74,9 @@ class Platform {
   // Every route is two links of its own ends (NVLink or PCIe port, NIC up and down): no leaf
   // uplink is shared between NICs.
   bool private_routes() const { return !leaves_; }
+  // Whether the platform of `world_size` GPUs has leaf switches (oversubscribed, with more nodes
+  // than one leaf holds): the rule the constructor builds by, for estimates made before it.
+  static bool has_leaves(const ClusterSpec& cluster, int world_size, const FabricShape& shape);
 
  private:
   int gpn_ = 8;

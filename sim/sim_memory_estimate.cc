@@ -5,6 +5,7 @@
 
 #include "shared/rank_grid.h"
 #include "shared/resource_limit.h"
+#include "sim/fold_planner.h"
 #include "sim/nccl_tuner.h"
 #include "sim/platform_builder.h"
 
@@ -28,8 +29,11 @@ namespace tandem::sim {
 //    its heap, so twice that. Writing the file holds one rank record at a time (kRecordPerTask).
 //  - timeline: the parent reads the whole trace back (45 B an event in memory) and builds the
 //    Chrome JSON text (about 160 B an event).
-// Folding may be declined at run time (sim/replay_engine.cc choose_fold) or rerun unfolded when
-// not exact; the estimate assumes it is taken where the options and the strategy allow it.
+// The fold is the one FoldPlanner::layout_fold says the options, the grid and the platform allow
+// (the planner's own first choice; its per-program checks are assumed to pass, and a fold they
+// refuse is replayed less folded: more states than counted here). Where the run is known to part
+// its lanes and run again (the tree below), the estimate asks the planner again with the rerun's
+// options, as simulate() runs it.
 namespace {
 
 constexpr int64_t kBase = int64_t(64) << 20;
@@ -39,68 +43,14 @@ constexpr int64_t kRecordingPerEntry = 2 * 32;
 constexpr int64_t kRecordPerTask = 120;
 constexpr int64_t kTimelinePerEvent = 45 + 160;
 
-// The fold sim/fold_planner.h will take where the options and the layout allow it (its per-program
-// checks aside: the estimate assumes they pass), and by how much the flow or lane quotient divides
-// the SimGrid flows of a symmetric op.
-struct ExpectedLayout {
-  int fold = 1;
-  bool grid = false;     // units are pipeline stages, lanes every replica's tp lanes
-  bool replica = false;  // pure data parallelism: one unit
-  int gpus_per_nic = 1;  // k
-  int lane_stride = 0;   // the lane quotient's s (0: not taken)
-};
-
-// Platform::private_routes: no leaf switches (a non-blocking fabric, or every node under one leaf).
-bool private_routes(const ClusterSpec& c, const SimOptions& o, int world) {
-  const int gpn = std::max(1, c.gpus_per_node), nics = std::max(1, c.nics_per_node);
-  const int nodes = (world + gpn - 1) / gpn;
-  int per_leaf = o.fabric.nodes_per_leaf;
-  if (per_leaf <= 0) per_leaf = c.inter_node_topology == Topology::kRailOptimized ? 32 : std::max(1, 32 / nics);
-  return !(c.oversubscription > 1.0 && nodes > per_leaf);
-}
-
-// across_replicas: false leaves out replica and grid folding (the layout of the rerun with the tp
-// lanes alone, which simulate() takes where a fold's lanes part).
-ExpectedLayout expected_layout(const Schedule& schedule, const SimOptions& o, bool across_replicas = true) {
-  const StrategySpec& s = schedule.scenario().strategy;
-  const ClusterSpec& c = schedule.scenario().cluster;
-  const int n = schedule.world_size(), gpn = std::max(1, c.gpus_per_node), nics = std::max(1, c.nics_per_node);
-  ExpectedLayout e;
-  e.gpus_per_nic = nics >= gpn ? 1 : gpn / nics;
-  const bool base = o.closed_form_uncontended && o.share_class_programs;
-  const bool nic_ok = nics >= gpn || (gpn % nics == 0 && (s.tp % e.gpus_per_nic == 0 || e.gpus_per_nic % s.tp == 0));
-  const bool priv = private_routes(c, o, n);
-  // Replica folding (FoldPlanner::choose_replica_fold).
-  if (base && across_replicas && o.fold_data_parallel && s.tp == 1 && s.pp == 1 && s.sp == 1 && n > 1) {
-    e.fold = n;
-    e.replica = true;
-    return e;
-  }
-  // Grid folding (FoldPlanner::choose_grid_fold): dp x tp lanes per pipeline stage.
-  if (base && across_replicas && o.fold_data_parallel && (s.tp == 1 || o.fold_tensor_parallel) && s.sp == 1 && s.dp > 1 &&
-      (s.tp > 1 || s.pp > 1) && priv && gpn % s.tp == 0 && (s.pp * s.tp) % gpn == 0 && nic_ok) {
-    e.fold = s.dp * s.tp;
-    e.grid = true;
-    // The lane quotient (FoldPlanner::choose_lane_quotient): stride k, or tp where tp divides k.
-    const int k = e.gpus_per_nic;
-    const int stride = s.tp % k == 0 ? k : (k % s.tp == 0 ? s.tp : 0);
-    if (o.fold_flows && o.fold_lanes && stride > 0 && e.fold / stride > 1) e.lane_stride = stride;
-    return e;
-  }
-  // Tensor-parallel folding (FoldPlanner::choose_fold).
-  if (base && o.fold_tensor_parallel && !schedule.scenario().software.tp_comm_overlap && s.tp > 1 && s.sp == 1 &&
-      gpn % s.tp == 0 && nic_ok)
-    e.fold = s.tp;
-  return e;
-}
-
 }  // namespace
 
 SimWork count_sim_work(const Schedule& schedule, const SimOptions& options) {
   SimWork w;
   w.world = schedule.world_size();
-  ExpectedLayout e = expected_layout(schedule, options);
   const ClusterSpec& cl = schedule.scenario().cluster;
+  const FoldShape shape = FoldShape::of(cl, w.world, options.fabric);
+  LayoutFold e = FoldPlanner::layout_fold(schedule, options, shape);
   const int gpn = std::max(1, cl.gpus_per_node);
   const RankGrid& grid = schedule.grid();
   bool copies = false;
@@ -139,8 +89,11 @@ SimWork count_sim_work(const Schedule& schedule, const SimOptions& options) {
   // costs. Without pipeline messages nothing else crosses the NICs and the fold holds, as the tests
   // of the simulator show; --approximate keeps the folded run. Conservative: a tree that meets no
   // pipeline message (a small all-reduce across replicas, at 8192 GPUs of GPT-3 t8 p16) leaves
-  // the fold whole, and the estimate then counts a rerun that does not happen.
-  if (e.grid && schedule.scenario().strategy.pp > 1 && !options.approximate) {
+  // the fold whole, and the estimate then counts a rerun that does not happen; so does the default
+  // megatron-core-0.8 schedule of GPT-3 t8 p16 at 10k-16k GPUs, whose later stages reduce after
+  // their last backward (docs/sim.md "Speed at 64-16k GPUs").
+  const bool grid_fold = e.kind == LayoutFold::Kind::kGrid;
+  if (grid_fold && schedule.scenario().strategy.pp > 1 && !options.approximate) {
     const NetworkEfficiency eff = options.ideal_network ? NetworkEfficiency{1.0, 1.0, 1.0} : options.efficiency;
     NcclTuner tuner(fabric_model(cl, eff, gpn, std::max(1, cl.nics_per_node)), options.ideal_network, options.algorithm,
                     options.protocol);
@@ -150,7 +103,9 @@ SimWork count_sim_work(const Schedule& schedule, const SimOptions& options) {
       for (int r : ranks) across = across || grid.coord(r).dp != grid.coord(ranks.front()).dp;
       if (sp.op != CollectiveOp::kAllReduce || !across) continue;
       if (tuner.choose(sp.op, schedule.group(sp.group).ranks, double(sp.bytes)).algorithm == Algorithm::kTree) {
-        e = expected_layout(schedule, options, /*across_replicas=*/false);
+        SimOptions tp_only = options;  // simulate()'s rerun with the tp lanes alone folded
+        tp_only.fold_data_parallel = false;
+        e = FoldPlanner::layout_fold(schedule, tp_only, shape);
         break;
       }
     }
@@ -164,8 +119,8 @@ SimWork count_sim_work(const Schedule& schedule, const SimOptions& options) {
     // lane for a group across units. Per member that is n x lanes (see SimWork).
     double lanes = 1;
     if (e.fold > 1) {
-      bool internal = e.replica;
-      if (e.grid) {
+      bool internal = e.kind == LayoutFold::Kind::kReplica;
+      if (e.kind == LayoutFold::Kind::kGrid) {
         internal = true;
         for (int r : ranks) internal = internal && grid.coord(r).pp == grid.coord(ranks.front()).pp;
       }
@@ -176,13 +131,12 @@ SimWork count_sim_work(const Schedule& schedule, const SimOptions& options) {
   // The quotients (FoldPlanner::choose_lane_quotient, choose_flow_quotient) put 1/q of a symmetric
   // op's flows in SimGrid: the square term by q^2. Refused where copies cross a link several GPUs
   // share (a PCIe switch uplink, host memory).
-  const bool shared_host_links = copies && (cl.gpus_per_pcie_switch > 1 || cl.host_memory_bandwidth_gbps > 0);
-  const int tp = schedule.scenario().strategy.tp, k = e.gpus_per_nic;
+  const bool shared_host_links = copies && FoldPlanner::shared_host_links(cl);
+  const int tp = schedule.scenario().strategy.tp;
   if (!shared_host_links && e.lane_stride > 0) {
     w.flow_quotient = e.fold / e.lane_stride;
-  } else if (!shared_host_links && options.fold_flows && (e.grid || e.fold == tp) && tp > 1 && tp % k == 0 && k < tp &&
-             private_routes(cl, options, schedule.world_size())) {
-    w.flow_quotient = tp / k;
+  } else if (!shared_host_links && e.flow_stride > 0 && e.fold > 1) {
+    w.flow_quotient = tp / e.flow_stride;
   }
   w.collective_square /= double(w.flow_quotient) * double(w.flow_quotient);
   return w;

@@ -4,8 +4,12 @@
 //                       <= 10 s wall on one core, <= 4 GiB peak memory)
 //   BM_Gpt3_Scaling/N:  the same model and layout (t8, p16; p8 at 64 GPUs) with 192 micro-batches
 //                       per pipeline, on N = 64 .. 16384 GPUs (weak scaling of the simulator;
-//                       from 10,240 GPUs the tuner's tree all-reduce parts the replicas, and the
-//                       run ends tp-folded: ranks_per_state 8, docs/sim.md "Why lanes part")
+//                       with the default preset one state per stage up to 16384; at 512 the lane
+//                       quotient parts and the grid fold without it reruns: docs/sim.md
+//                       "Speed at 64-16k GPUs")
+//   BM_Gpt3_EveryStageBucketed/N: the same with every stage's buckets reduced in the backward;
+//                       at 16384 the tree parts the replicas and the run ends tp-folded
+//                       (ranks_per_state 8, docs/sim.md "Why lanes part")
 //   BM_Gpt3_Approximate/N: the same with --approximate (SimOptions::approximate, docs/sim.md
 //                       "Approximate tier") on N = 16384 .. 131072 GPUs: the grid-folded run is
 //                       kept where the tree parts the lanes; "approximate" 1 and "parted_window_s"
@@ -72,6 +76,23 @@ void BM_Gpt3_Scaling(benchmark::State& state) {
 BENCHMARK(BM_Gpt3_Scaling)
     ->RangeMultiplier(2)
     ->Range(64, 16384)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1)
+    ->UseRealTime();
+
+// The same with every stage's gradients bucketed and reduced during the backward
+// (software.bucket_every_stage true, as the megatron-lm-2022 preset; the default megatron-core-0.8
+// buckets the first stage only, and its later stages reduce after their last backward, where no
+// pipeline message is in flight): from dp 80 the tuner's tree all-reduce meets pipeline messages,
+// the replicas part, and the exact run ends tp-folded (docs/sim.md "Speed at 16k GPUs, session 11").
+void BM_Gpt3_EveryStageBucketed(benchmark::State& state) {
+  const int gpus = int(state.range(0));
+  simulate_case(state, {"cluster.gpus=" + std::to_string(gpus), "strategy.global_batch=" + std::to_string(192 * gpus / 128),
+                        "software.bucket_every_stage=true"});
+}
+BENCHMARK(BM_Gpt3_EveryStageBucketed)
+    ->Arg(8192)
+    ->Arg(16384)
     ->Unit(benchmark::kSecond)
     ->Iterations(1)
     ->UseRealTime();

@@ -10,6 +10,7 @@
 #include "shared/error.h"
 #include "shared/scenario.h"
 #include "shared/schedule.h"
+#include "sim/simulation.h"
 
 namespace tandem::sim {
 namespace {
@@ -89,6 +90,48 @@ TEST(SimTimeEstimate, FollowsTheFoldTaken) {
               0.12e-6 * double(u.rank_tasks - g.replayed_tasks()) +
                   5e-6 * (u.collective_square - g.collective_square),
               1e-9);
+}
+
+// The estimate's fold is the fold planner's (FoldPlanner::layout_fold: one statement of the
+// layout conditions), checked against the fold the simulation takes on three layouts where the
+// layout decides it:
+// - tp 2 x pp 2 on nodes of 2 with the TP overlap's ring exchanges (dp 1: no replicas to fold):
+//   tensor-parallel folding, fold 2 (the unit's NVLink ports carry only its own ring; the estimate
+//   used to refuse folding under tp_comm_overlap, which the planner does not);
+// - the same with dp 2 on nodes of 4 with one NIC and 2:1 oversubscribed one-node leaves (no
+//   private routes: grid folding refused), tp 4: fold 4;
+// - dp 4 x tp 2 on nodes of 2 (a replica is one node: grid folding), fold dp x tp = 8 (pp 1: with
+//   pipeline stages the estimate counts the rerun wherever the tuner gives an all-reduce across
+//   replicas the tree, CountsTheRerunWhereTheTreePartsTheLanes below).
+TEST(SimTimeEstimate, AsksTheFoldPlanner) {
+  const std::string tiny = std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto";
+  const std::vector<std::string> overlap = {"strategy.sp_mode=megatron", "strategy.tp_comm_overlap=true"};
+  struct Case {
+    std::vector<std::string> sets;
+    int nodes_per_leaf;
+    int fold;
+  };
+  std::vector<Case> cases = {
+      {{"cluster.gpus=4", "cluster.gpus_per_node=2", "strategy.tp=2", "strategy.pp=2", "strategy.global_batch=8"}, 0, 2},
+      {{"cluster.gpus=16", "cluster.gpus_per_node=4", "cluster.nics_per_node=1", "cluster.oversubscription=2",
+        "strategy.tp=4", "strategy.pp=2", "strategy.global_batch=32"},
+       1,
+       4},
+      {{"cluster.gpus=8", "cluster.gpus_per_node=2", "strategy.tp=2", "strategy.global_batch=16"}, 0, 8},
+  };
+  cases[0].sets.insert(cases[0].sets.end(), overlap.begin(), overlap.end());
+  cases[1].sets.insert(cases[1].sets.end(), overlap.begin(), overlap.end());
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.sets[0] + " " + c.sets[2]);
+    const Schedule s(load_scenario(tiny, c.sets));
+    SimOptions o;
+    o.fabric.nodes_per_leaf = c.nodes_per_leaf;
+    const SimWork w = count_sim_work(s, o);
+    EXPECT_EQ(w.fold, c.fold);
+    SimResult r;
+    ASSERT_NO_THROW(r = simulate(s, o));
+    EXPECT_EQ(r.fold, c.fold);
+  }
 }
 
 TEST(SimTimeEstimate, RefusedOverTheLimitNamingTheFlag) {
