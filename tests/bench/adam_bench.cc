@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/adamw.h"
+#include "tests/kernels/scalar_adamw.h"
 
 namespace {
 
@@ -24,23 +25,12 @@ struct State {
   }
 };
 
-__attribute__((optimize("no-tree-vectorize"))) void scalar_adamw(State& s, std::int64_t step) {
-  const float bias1 = float(1.0 - std::pow(double(kBeta1), double(step)));
-  const float bias2 = float(1.0 - std::pow(double(kBeta2), double(step)));
-  const float step_size = kLr / bias1, inv_sqrt_bias2 = 1.0f / std::sqrt(bias2), decay = 1.0f - kLr * kDecay;
-  float *p = s.p.data(), *m = s.m.data(), *v = s.v.data();
-  const float* g = s.g.data();
-  for (std::int64_t i = 0; i < kN; ++i) {
-    m[i] = kBeta1 * m[i] + (1.0f - kBeta1) * g[i];
-    v[i] = kBeta2 * v[i] + (1.0f - kBeta2) * g[i] * g[i];
-    p[i] = p[i] * decay - step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bias2 + kEps);
-  }
-}
-
 void BM_AdamScalarLoop(benchmark::State& st) {
   State s;
   std::int64_t step = 0;
-  for (auto _ : st) scalar_adamw(s, ++step);
+  for (auto _ : st)
+    tandem::kernels::test::scalar_adamw(s.p.data(), s.g.data(), s.m.data(), s.v.data(), kN, kLr, kBeta1, kBeta2, kEps,
+                                        kDecay, ++step);
   st.SetBytesProcessed(st.iterations() * kN * 28);
 }
 BENCHMARK(BM_AdamScalarLoop)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "tests/kernels/scalar_adamw.h"
 #include "tests/kernels/test_util.h"
 
 namespace tandem::kernels {
@@ -54,23 +55,6 @@ TEST(CpuAdamW, ThreeStepsMatchFloat64Reference) {
   EXPECT_TRUE(all_near(v, v_ref, kForwardRtol, kForwardAtol));
 }
 
-// The kernel before it was vectorised and threaded, verbatim, kept scalar: GCC may not vectorise
-// this function, and sqrt keeps errno (the branch that blocked vectorisation).
-__attribute__((optimize("no-tree-vectorize"))) void scalar_adamw(float* param, const float* grad, float* m,
-                                                                 float* v, std::int64_t n, std::int64_t step) {
-  const double s = static_cast<double>(step);
-  const float bias1 = static_cast<float>(1.0 - std::pow(static_cast<double>(kBeta1), s));
-  const float bias2 = static_cast<float>(1.0 - std::pow(static_cast<double>(kBeta2), s));
-  const float step_size = kLr / bias1;
-  const float inv_sqrt_bias2 = 1.0f / std::sqrt(bias2);
-  const float decay = 1.0f - kLr * kDecay;
-  for (std::int64_t i = 0; i < n; ++i) {
-    m[i] = kBeta1 * m[i] + (1.0f - kBeta1) * grad[i];
-    v[i] = kBeta2 * v[i] + (1.0f - kBeta2) * grad[i] * grad[i];
-    param[i] = param[i] * decay - step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bias2 + kEps);
-  }
-}
-
 // Each element goes through the same IEEE-rounded operations in any lane of the vector loop, its
 // scalar remainder, or any thread's range, so every thread count gives the scalar loop's bits. n
 // is odd and splits into 1 to 5 threads (kAdamwMinPerThread each) with ragged ends.
@@ -83,7 +67,7 @@ TEST(CpuAdamW, VectorisedAndThreadedAreBitIdenticalToTheScalarLoop) {
     for (std::int64_t step = 1; step <= 3; ++step) {
       const auto g = random_floats(size_t(n), 11 + std::uint32_t(step));
       cpu::adamw_step(p.data(), g.data(), m.data(), v.data(), n, kLr, kBeta1, kBeta2, kEps, kDecay, step, threads);
-      scalar_adamw(pr.data(), g.data(), mr.data(), vr.data(), n, step);
+      scalar_adamw(pr.data(), g.data(), mr.data(), vr.data(), n, kLr, kBeta1, kBeta2, kEps, kDecay, step);
     }
     EXPECT_EQ(std::memcmp(p.data(), pr.data(), size_t(n) * 4), 0) << threads << " threads";
     EXPECT_EQ(std::memcmp(m.data(), mr.data(), size_t(n) * 4), 0) << threads << " threads";
