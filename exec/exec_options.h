@@ -29,6 +29,10 @@ struct ExecOptions {
   // Whether the event loop and the step barrier call sched_yield while they wait (ranks that
   // share cores) or poll without yielding (each rank on cores of its own: exec/run_args.h).
   bool yield_when_idle = true;
+  // Threads of the host Adam (Adam tasks on the host stream, offload's host chunks; the device's
+  // Adam keeps one thread, as the calibration profile's kernels do): the rank's share of the cores
+  // it may run on (exec/rank_worker.cc). Any count gives the same bits (kernels/cpu/adamw.h).
+  int host_adam_threads = 1;
 };
 
 }  // namespace tandem::exec

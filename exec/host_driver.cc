@@ -141,7 +141,7 @@ void* HostDriver::allocate(int64_t bytes, Placement) {
   return p;
 }
 
-Pending HostDriver::compute(const TaskRef&, const Compute& c, const std::vector<void*>& in,
+Pending HostDriver::compute(const TaskRef& task, const Compute& c, const std::vector<void*>& in,
                             const std::vector<void*>& out, const StepContext& ctx) {
   const auto& d = c.dims;
   const ExecOptions& o = *ctx.options;
@@ -245,7 +245,7 @@ Pending HostDriver::compute(const TaskRef&, const Compute& c, const std::vector<
     case Kernel::kAdam: {
       const int64_t n = d[0];
       cpu::adamw_step(F(out[0]), F(in[0]), F(out[1]), F(out[2]), n, o.lr, o.beta1, o.beta2, o.eps, o.weight_decay,
-                      ctx.step + 1);
+                      ctx.step + 1, task.stream == Stream::kHost ? o.host_adam_threads : 1);
       if (out[3] != out[0]) std::memcpy(out[3], out[0], size_t(n) * 4);  // fp32: the parameter is the master
       break;
     }

@@ -152,6 +152,7 @@ int run_rank_worker(const RunArgs& args) {
     opt.steps = args.steps;
     opt.timeout_s = args.timeout_s;
     opt.yield_when_idle = yields_when_idle(world, args.cores, args.blas_threads);
+    opt.host_adam_threads = std::max(1, std::min(online_cores(), args.cores / world));  // #16: host Adam threads
     RankDriver rd = make_driver(args, schedule, rank);
     Driver& driver = *rd.driver;
     Runtime rt(schedule, rank, driver, opt);

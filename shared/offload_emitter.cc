@@ -22,6 +22,21 @@ std::string chunk_name(int k, const char* what) {
   return s;
 }
 
+// The whole chunk allocated on the comm stream (after `throttle` when there is one) and
+// all-gathered there from the device copy of its shard (bb.staging), under ZeRO-3.
+void all_gather_from_staging(StepState& st, BucketBuffers& bb, DType dtype, TaskId throttle) {
+  if (throttle == kNoId) st.program.alloc(bb.param, Stream::kGradComm);
+  else st.program.alloc(bb.param, Stream::kGradComm, {throttle});
+  Collective c;
+  c.op = CollectiveOp::kAllGather;
+  c.group = grad_group(st);
+  c.bytes = st.program.buffer_at(bb.param).bytes;
+  c.dtype = dtype;
+  c.phase = Phase::kForward;
+  c.buffers = {bb.staging, bb.param};
+  st.program.collective(std::move(c), Stream::kGradComm);
+}
+
 }  // namespace
 
 void gather_host_chunk(StepState& st, int k, TaskId throttle) {
@@ -44,16 +59,7 @@ void gather_host_chunk(StepState& st, int k, TaskId throttle) {
       bb.resident = true;
       st.auto_record->moves.push_back({int(st.auto_record->op_start.size()) - 1, k, true, shard.bytes});
     }
-    if (!sharded) return;
-    after(bb.param, Stream::kGradComm);
-    Collective c;
-    c.op = CollectiveOp::kAllGather;
-    c.group = grad_group(st);
-    c.bytes = st.program.buffer_at(bb.param).bytes;
-    c.dtype = shard.dtype;
-    c.phase = Phase::kForward;
-    c.buffers = {bb.staging, bb.param};
-    st.program.collective(std::move(c), Stream::kGradComm);
+    if (sharded) all_gather_from_staging(st, bb, shard.dtype, throttle);
     return;
   }
   if (!sharded) {
@@ -74,15 +80,7 @@ void gather_host_chunk(StepState& st, int k, TaskId throttle) {
   }
   after(bb.staging, Stream::kH2D);
   st.program.copy(CopyDirection::kH2D, bb.host_param, bb.staging, Stream::kH2D);
-  after(bb.param, Stream::kGradComm);
-  Collective c;
-  c.op = CollectiveOp::kAllGather;
-  c.group = grad_group(st);
-  c.bytes = st.program.buffer_at(bb.param).bytes;
-  c.dtype = shard.dtype;
-  c.phase = Phase::kForward;
-  c.buffers = {bb.staging, bb.param};
-  st.program.collective(std::move(c), Stream::kGradComm);
+  all_gather_from_staging(st, bb, shard.dtype, throttle);
   st.staging_in_use = bb.staging;
 }
 

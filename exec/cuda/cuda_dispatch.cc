@@ -135,7 +135,7 @@ void host_adam(const Compute& c, const std::vector<void*>& in, const std::vector
       throw Error("exec: host Adam with " + dc.program->buffers[c.outputs[size_t(i)]].name + " on the device", ErrorKind::kInternal);
   call(c, [&] {
     kernels::cpu::adamw_step(F(out[0]), grad, F(out[1]), F(out[2]), n, o.lr, o.beta1, o.beta2, o.eps, o.weight_decay,
-                             ctx.step + 1);
+                             ctx.step + 1, o.host_adam_threads);
   });
   if (out[3] == out[0]) return;
   if (c.dtype == DType::kBf16) {

@@ -5,6 +5,8 @@
   offload_table.py largest    the largest GPT (width 8192, layers varied) that `tandem plan`
                               fits on one A100 80GB with 500 GB of host memory, per policy,
                               then `tandem sim` of that size
+  offload_table.py limit      OPT-13B as above with the HBM per GPU lowered (cluster.hbm_gib):
+                              params at the smallest offload_fraction that fits against auto
 
 Run from the repository root after building (build/bin/tandem-plan, build/bin/tandem-sim).
 Prints markdown rows; nothing here is fitted or tuned.
@@ -86,5 +88,38 @@ def largest():
               f"{j['peak_host_bytes'] / GIB:.1f} | {t} |")
 
 
+def limit():
+    params = "scenarios/offload/opt-13b-params.textproto"
+    auto = "scenarios/offload/opt-13b-auto.textproto"
+    print("| HBM limit (GiB) | params: smallest fraction that fits | params iteration (s) | params PCIe (GiB) | "
+          "auto iteration (s) | auto PCIe (GiB) | params / auto |")
+    print("|---|---|---|---|---|---|---|")
+    for limit_gib in (13, 14, 15, 16, 16.5, 17, 20, 80):
+        hbm = [f"cluster.hbm_gib={limit_gib}"]
+        # Smallest fraction that fits, to 1/256 (finer than one of the 41 chunks).
+        lo, hi = 0, 256  # hi/256 fits (checked), lo/256 does not (0: no offload, not a params fraction)
+        ok, _, _ = plan_fits(params, hbm + ["strategy.offload_fraction=1"])
+        if ok:
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                fits, _, _ = plan_fits(params, hbm + [f"strategy.offload_fraction={mid / 256}"])
+                lo, hi = (lo, mid) if fits else (mid, hi)
+            f = hi / 256
+            pj, _ = run(PLAN, params, hbm + [f"strategy.offload_fraction={f}"])
+            ps, _ = sim_row(params, hbm + [f"strategy.offload_fraction={f}"])
+            p_off = max(r["comm_bytes"]["offload"] for r in pj["ranks"]) / GIB
+            p_cell = f"{f:.3f} | {ps['iteration_time_s']:.3f} | {p_off:.2f}"
+        else:
+            ps, p_cell = None, "none fits | - | -"
+        aj, aerr = run(PLAN, auto, hbm)
+        if aj is None or not aj["fits"]:
+            print(f"| {limit_gib} | {p_cell} | does not fit | - | - |")
+            continue
+        as_, _ = sim_row(auto, hbm)
+        a_off = max(r["comm_bytes"]["offload"] for r in aj["ranks"]) / GIB
+        ratio = f"{ps['iteration_time_s'] / as_['iteration_time_s']:.3f}" if ps else "-"
+        print(f"| {limit_gib} | {p_cell} | {as_['iteration_time_s']:.3f} | {a_off:.2f} | {ratio} |")
+
+
 if __name__ == "__main__":
-    {"opt13b": opt13b, "largest": largest}[sys.argv[1] if len(sys.argv) > 1 else "opt13b"]()
+    {"opt13b": opt13b, "largest": largest, "limit": limit}[sys.argv[1] if len(sys.argv) > 1 else "opt13b"]()

@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
+#include <vector>
 
+#include "tests/kernels/scalar_adamw.h"
 #include "tests/kernels/test_util.h"
 
 namespace tandem::kernels {
@@ -50,6 +53,26 @@ TEST(CpuAdamW, ThreeStepsMatchFloat64Reference) {
   EXPECT_TRUE(all_near(param, p_ref, kForwardRtol, kForwardAtol));
   EXPECT_TRUE(all_near(m, m_ref, kForwardRtol, kForwardAtol));
   EXPECT_TRUE(all_near(v, v_ref, kForwardRtol, kForwardAtol));
+}
+
+// Each element goes through the same IEEE-rounded operations in any lane of the vector loop, its
+// scalar remainder, or any thread's range, so every thread count gives the scalar loop's bits. n
+// is odd and splits into 1 to 5 threads (kAdamwMinPerThread each) with ragged ends.
+TEST(CpuAdamW, VectorisedAndThreadedAreBitIdenticalToTheScalarLoop) {
+  const std::int64_t n = 5 * cpu::kAdamwMinPerThread + 37;
+  const auto p0 = random_floats(size_t(n), 7);
+  for (int threads : {1, 2, 3, 5, 8}) {
+    std::vector<float> p = p0, m(size_t(n), 0.0f), v(size_t(n), 0.0f);
+    std::vector<float> pr = p0, mr(size_t(n), 0.0f), vr(size_t(n), 0.0f);
+    for (std::int64_t step = 1; step <= 3; ++step) {
+      const auto g = random_floats(size_t(n), 11 + std::uint32_t(step));
+      cpu::adamw_step(p.data(), g.data(), m.data(), v.data(), n, kLr, kBeta1, kBeta2, kEps, kDecay, step, threads);
+      scalar_adamw(pr.data(), g.data(), mr.data(), vr.data(), n, kLr, kBeta1, kBeta2, kEps, kDecay, step);
+    }
+    EXPECT_EQ(std::memcmp(p.data(), pr.data(), size_t(n) * 4), 0) << threads << " threads";
+    EXPECT_EQ(std::memcmp(m.data(), mr.data(), size_t(n) * 4), 0) << threads << " threads";
+    EXPECT_EQ(std::memcmp(v.data(), vr.data(), size_t(n) * 4), 0) << threads << " threads";
+  }
 }
 
 TEST(CpuAdamW, RejectsStepZero) {
