@@ -42,6 +42,9 @@ struct SearchOptions {
   bool vary_batch = false;
   bool simulate = true;
   int jobs = 0;   // simulations at a time (0: the hardware threads)
+  // Points whose memory one process plans at a time, each in a forked child but the first
+  // (0: jobs); the walk's answer does not depend on it. Under MPI each rank plans one.
+  int plan_jobs = 0;
   ResourceLimit limit;
   sim::SimOptions sim;
   std::function<void(size_t done, size_t total)> on_progress;
