@@ -31,8 +31,11 @@ namespace tandem::search {
 
 inline constexpr const char* kPrunedAsTie =
     "same estimate and planned peak memory as a better-ranked point (counted as its tie, not simulated)";
+// A ranking, not a bound: the estimate is no lower bound on the simulated time (search/time_bound.h
+// says which terms are not bounded), so a point cut here might simulate faster than one of the K.
 inline constexpr const char* kPrunedByEstimate =
-    "estimate not below the K-th fitting point's (cannot enter the K best; memory not planned)";
+    "not among the K best by estimate (estimate not below the K-th fitting point's; the estimate is no bound on the "
+    "simulated time; not simulated, memory not planned)";
 
 struct SearchOptions {
   int gpus = 0;   // > 0: cluster.gpus (--gpus); else the scenario's
