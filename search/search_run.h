@@ -48,6 +48,10 @@ struct SearchOptions {
   // Points whose memory one process plans at a time, each in a forked child but the first
   // (0: jobs); the walk's answer does not depend on it. Under MPI each rank plans one.
   int plan_jobs = 0;
+  // A round's points beyond the first are planned in forked children once a plan took at least
+  // this long (wall seconds), else one after the other here: a fork costs milliseconds, a 105-layer
+  // plan seconds. 0: always forked (the tests).
+  double fork_plans_from_s = 0.1;
   ResourceLimit limit;
   sim::SimOptions sim;
   std::function<void(size_t done, size_t total)> on_progress;
