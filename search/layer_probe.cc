@@ -167,6 +167,7 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
         if (k->kernel == Kernel::kAdam) optimizer_elements += k->dims[0];
       } else if (k->layer >= 0) {
         (k->phase == Phase::kForward ? c.forward_s : k->phase == Phase::kBackward ? c.backward_s : c.recompute_s) += time;
+        if (t.stream == Stream::kCompute) c.compute_stream_s += time;
       } else if (k->kernel == Kernel::kData || k->kernel == Kernel::kEmbedding || k->kernel == Kernel::kEmbeddingBwd) {
         c.first_s += time;
       } else {

@@ -23,6 +23,8 @@ struct LayerCosts {
   double forward_s = 0;    // kernels of the forward
   double backward_s = 0;   // kernels of the backward
   double recompute_s = 0;  // kernels re-run before the backward (recompute)
+  // Of those three, the kernels on the compute stream (the time bound's, search/time_bound.h).
+  double compute_stream_s = 0;
   // The time the layer's compute stream waits for its tensor/sequence-parallel collectives and
   // ring exchanges (tp_comm_overlap, ring_attention), forward + backward + recompute: the probe's
   // programs replayed on every rank (search/probe_replay.h), so what the program's streams and

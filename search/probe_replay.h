@@ -1,10 +1,11 @@
 // The task times of a layer probe's programs (search/layer_probe.h) under the simulator's ordering
-// rules without SimGrid: every rank's program of the probe is replayed, a task starting when the
-// previous task of its stream and every task in its deps have ended (shared/schedule.h), a
-// collective when every member of its group has posted it (the n-th collective of a group on each
-// member, as sim/net_op_matcher.cc matches them), a send and its receive when both are posted (the
-// n-th send of a rank pair with the n-th receive, rendezvous as in sim/net_op_matcher.cc), each
-// then taking the time its cost function gives it. No traffic meets other traffic (the probe's
+// rules without SimGrid, run by shared/reference_executor.h (its rules, stated once there): a task
+// starts when the previous task of its stream and every task in its deps have ended
+// (shared/schedule.h), a collective when every member of its group has posted it (the n-th
+// collective of a group on each member, as sim/net_op_matcher.cc matches them), a send and its
+// receive when both are posted (the n-th send of a rank pair and tag with the n-th receive,
+// rendezvous), each then taking the time its cost function gives it. This header only adapts the
+// costs (ReplayCosts) and the result (TaskTimes). No traffic meets other traffic (the probe's
 // collectives are priced uncontended: search/comm_cost.h), so the times are exact for the given
 // costs; what they add to summing the costs is the overlap the program's streams and dependencies
 // allow: Megatron's dgrad reduce-scatter / all-reduce under the wgrad GEMM, Transformer Engine's

@@ -31,8 +31,11 @@ namespace tandem::search {
 
 inline constexpr const char* kPrunedAsTie =
     "same estimate and planned peak memory as a better-ranked point (counted as its tie, not simulated)";
+// A ranking, not a bound: the estimate is no lower bound on the simulated time (search/time_bound.h
+// says which terms are not bounded), so a point cut here might simulate faster than one of the K.
 inline constexpr const char* kPrunedByEstimate =
-    "estimate not below the K-th fitting point's (cannot enter the K best; memory not planned)";
+    "not among the K best by estimate (estimate not below the K-th fitting point's; the estimate is no bound on the "
+    "simulated time; not simulated, memory not planned)";
 
 struct SearchOptions {
   int gpus = 0;   // > 0: cluster.gpus (--gpus); else the scenario's
@@ -42,6 +45,13 @@ struct SearchOptions {
   bool vary_batch = false;
   bool simulate = true;
   int jobs = 0;   // simulations at a time (0: the hardware threads)
+  // Points whose memory one process plans at a time, each in a forked child but the first
+  // (0: jobs); the walk's answer does not depend on it. Under MPI each rank plans one.
+  int plan_jobs = 0;
+  // A round's points beyond the first are planned in forked children once a plan took at least
+  // this long (wall seconds), else one after the other here: a fork costs milliseconds, a 105-layer
+  // plan seconds. 0: always forked (the tests).
+  double fork_plans_from_s = 0.1;
   ResourceLimit limit;
   sim::SimOptions sim;
   std::function<void(size_t done, size_t total)> on_progress;

@@ -17,8 +17,8 @@ constexpr uint8_t kArrived = 0x80;  // or-ed into a task's kind once it has join
 
 // What the run needs of a collective or a message.
 struct CommInfo {
-  GroupId group = kNoId;
-  int peer = -1;
+  GroupId group = kNoId;  // a collective's; a translated message's group (translated_peers)
+  int peer = -1;          // a message's peer; a translated message's places (Translation)
   int tag = 0;
 };
 
@@ -35,6 +35,7 @@ struct RankState {
   std::vector<size_t> head;                  // next task per stream
   std::map<GroupId, int> collective_seq;     // collectives issued per group
   std::map<std::tuple<int, int, bool>, int> p2p_seq;  // (peer, tag, is_send) -> count
+  std::map<std::tuple<GroupId, int, int, bool>, int> translated_seq;  // (group, places, tag, is_send) -> count
 
   size_t size() const { return cost.size(); }
 };
@@ -45,9 +46,28 @@ struct Rendezvous {
   double ready_s = 0;
 };
 
-RankState load(const Schedule& s, int rank, const TaskCost& cost, const ReferenceOptions& o,
-               const std::vector<int>& index_of, std::vector<TaskTime>& times) {
-  const Program p = s.program(rank);
+// A message's partner under ReferenceOptions::translated_peers: the first group of both ranks with
+// more than one member, and the peer's places ahead of `self` there (a send) or behind (a receive).
+struct Translation {
+  GroupId group = kNoId;
+  int places = 0;
+};
+
+Translation translate(const std::vector<ProcessGroup>& groups, int self, int peer, bool send) {
+  for (const ProcessGroup& g : groups) {
+    if (g.ranks.size() < 2) continue;
+    const auto a = std::find(g.ranks.begin(), g.ranks.end(), self), b = std::find(g.ranks.begin(), g.ranks.end(), peer);
+    if (a == g.ranks.end() || b == g.ranks.end()) continue;
+    const int size = int(g.ranks.size()), mine = int(a - g.ranks.begin()), theirs = int(b - g.ranks.begin());
+    return {g.id, ((send ? theirs - mine : mine - theirs) % size + size) % size};
+  }
+  throw Error("reference executor: rank " + std::to_string(self) + " exchanges with rank " + std::to_string(peer) +
+              " in no group of both");
+}
+
+RankState load(const Program& p, const std::vector<ProcessGroup>& groups, const TaskCost& cost,
+               const ReferenceOptions& o, const std::vector<int>& index_of, std::vector<TaskTime>& times) {
+  const int rank = p.rank;
   if (o.on_program) o.on_program(p);
   RankState rs;
   rs.rank = rank;
@@ -81,6 +101,10 @@ RankState load(const Schedule& s, int rank, const TaskCost& cost, const Referenc
       if (index_of[m->peer] >= 0) {  // else a peer not run, met on time (ReferenceOptions::ranks)
         k = m->is_send ? Kind::kSend : Kind::kRecv;
         rs.comm[t.id] = {kNoId, m->peer, m->tag};
+      } else if (o.translated_peers) {  // matched with this rank's own opposite message
+        k = m->is_send ? Kind::kSend : Kind::kRecv;
+        const Translation tr = translate(groups, rank, m->peer, m->is_send);
+        rs.comm[t.id] = {tr.group, tr.places, m->tag};
       }
     }
     rs.kind.push_back(uint8_t(k));
@@ -93,13 +117,13 @@ RankState load(const Schedule& s, int rank, const TaskCost& cost, const Referenc
   return rs;
 }
 
-}  // namespace
-
-ReferenceRun run_reference(const Schedule& s, const TaskCost& cost, const ReferenceOptions& o) {
-  const int world = s.world_size();
-  std::vector<int> run_ranks = o.ranks;
-  if (run_ranks.empty())
-    for (int r = 0; r < world; ++r) run_ranks.push_back(r);
+// The run of `run_ranks`, program_of(i, scratch) giving run_ranks[i]'s program (generated into
+// `scratch` or the caller's own), each reduced to what timing needs before the next.
+ReferenceRun execute(int world, const std::vector<ProcessGroup>& groups, const std::vector<int>& run_ranks,
+                     const std::function<const Program&(size_t, Program& scratch)>& program_of, const TaskCost& cost,
+                     const ReferenceOptions& o) {
+  if (o.translated_peers && run_ranks.size() != 1)
+    throw Error("reference executor: translated peers need exactly one rank run, not " + std::to_string(run_ranks.size()));
   std::vector<int> index_of(world, -1);
   for (size_t i = 0; i < run_ranks.size(); ++i) {
     const int r = run_ranks[i];
@@ -113,21 +137,27 @@ ReferenceRun run_reference(const Schedule& s, const TaskCost& cost, const Refere
   std::vector<RankState> ranks;
   ranks.reserve(n_run);
   size_t remaining = 0;
-  for (int r : run_ranks) {
-    ranks.push_back(load(s, r, cost, o, index_of, run.times[r]));
+  for (size_t i = 0; i < run_ranks.size(); ++i) {
+    Program scratch;
+    const Program& p = program_of(i, scratch);
+    if (p.rank != run_ranks[i])
+      throw Error("reference executor: the program of rank " + std::to_string(run_ranks[i]) + " says rank " +
+                  std::to_string(p.rank));
+    ranks.push_back(load(p, groups, cost, o, index_of, run.times[run_ranks[i]]));
     remaining += ranks.back().size();
   }
   // Members of each group among the ranks run: a collective's rendezvous size.
-  std::vector<int> members(s.groups().size(), -1);
+  std::vector<int> members(groups.size(), -1);
   auto members_running = [&](GroupId g) {
     if (members.at(g) < 0) {
       members[g] = 0;
-      for (int r : s.group(g).ranks) members[g] += index_of.at(r) >= 0;
+      for (int r : groups.at(g).ranks) members[g] += index_of.at(r) >= 0;
     }
     return size_t(members[g]);
   };
   std::map<std::pair<GroupId, int>, Rendezvous> collectives;
   std::map<std::tuple<int, int, int, int>, Rendezvous> messages;  // (src, dst, tag, seq)
+  std::map<std::tuple<GroupId, int, int, int>, Rendezvous> translated;  // (group, places, tag, seq)
 
   auto finish = [&](int i, TaskId id, double start) {
     const double end = start + ranks[i].cost[id];
@@ -171,6 +201,11 @@ ReferenceRun run_reference(const Schedule& s, const TaskCost& cost, const Refere
             if (kind == Kind::kCollective) {
               rv = &collectives[{c.group, rs.collective_seq[c.group]++}];
               expected = members_running(c.group);
+            } else if (c.group != kNoId) {  // translated_peers: the pair is this rank's own
+              const bool send = kind == Kind::kSend;
+              const int seq = rs.translated_seq[{c.group, c.peer, c.tag, send}]++;
+              rv = &translated[{c.group, c.peer, c.tag, seq}];
+              expected = 2;
             } else {
               const bool send = kind == Kind::kSend;
               const int seq = rs.p2p_seq[{c.peer, c.tag, send}]++;
@@ -203,6 +238,24 @@ ReferenceRun run_reference(const Schedule& s, const TaskCost& cost, const Refere
     throw Error(msg);
   }
   return run;
+}
+
+}  // namespace
+
+ReferenceRun run_reference(const Schedule& s, const TaskCost& cost, const ReferenceOptions& o) {
+  std::vector<int> run_ranks = o.ranks;
+  if (run_ranks.empty())
+    for (int r = 0; r < s.world_size(); ++r) run_ranks.push_back(r);
+  return execute(s.world_size(), s.groups(), run_ranks,
+                 [&](size_t i, Program& scratch) -> const Program& { return scratch = s.program(run_ranks[i]); }, cost, o);
+}
+
+ReferenceRun run_reference(int world, const std::vector<ProcessGroup>& groups, const std::vector<Program>& programs,
+                           const TaskCost& cost, const ReferenceOptions& o) {
+  if (!o.ranks.empty()) throw Error("reference executor: the given programs' ranks are the ranks run; options.ranks must be empty");
+  std::vector<int> run_ranks;
+  for (const Program& p : programs) run_ranks.push_back(p.rank);
+  return execute(world, groups, run_ranks, [&](size_t i, Program&) -> const Program& { return programs[i]; }, cost, o);
 }
 
 }  // namespace tandem

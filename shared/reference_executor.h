@@ -39,9 +39,22 @@ struct ReferenceOptions {
   bool memory_in_program_order = false;
   // Sees each program once, when it is generated, before the run drops it.
   std::function<void(const Program&)> on_program;
+  // A message to or from a rank not run is not met on time but matched with the run rank's own
+  // opposite message translated within the first group of both with more than one rank: the k-th
+  // send (tag t) to the rank d places ahead in that group with this rank's k-th receive (tag t)
+  // from the rank d places behind, the pair starting when both are posted. What the run rank gets
+  // when every rank runs the same program translated within each group (a layer probe's tp x sp
+  // ranks, search/layer_probe.h) without generating the others. The run must then hold one rank.
+  bool translated_peers = false;
 };
 
 // Throws Error describing the blocked tasks when the schedule cannot complete.
 ReferenceRun run_reference(const Schedule& schedule, const TaskCost& cost, const ReferenceOptions& options = {});
+
+// The same run over programs the caller already has: the ranks run are the programs' own
+// (Program::rank; options.ranks must be empty), `groups` are the schedule's (Schedule::groups(),
+// a group's id its index) and `world` its size. on_program sees each given program.
+ReferenceRun run_reference(int world, const std::vector<ProcessGroup>& groups, const std::vector<Program>& programs,
+                           const TaskCost& cost, const ReferenceOptions& options = {});
 
 }  // namespace tandem

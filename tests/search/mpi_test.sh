@@ -22,7 +22,7 @@ for r in 2 3; do
 done
 # The run must have exercised the merge: points refused under several rules, points pruned, and
 # four simulated results.
-grep -q '"pruned":{"estimate not below' "$tmp/one.json"
+grep -q '"pruned":{"not among the K best by estimate' "$tmp/one.json"
 [ "$(grep -o '"rank":[0-9]*' "$tmp/one.json" | wc -l)" -eq 4 ]
 same() {  # same NAME ARGS...: one process and mpirun -n 2 give the same JSON (timings aside)
   name="$1"; shift

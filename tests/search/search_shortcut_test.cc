@@ -260,5 +260,37 @@ TEST(SearchShortcuts, LayoutRulesAndBoundChangeNothingOnTheMidSizeSpace) {
   EXPECT_GT(expect_same_search(kGpt13, sets, 8), 0);  // the bound did take points out without a plan
 }
 
+// Planning in rounds of forked children (search_run.cc PlanRounds, forking from the first round on)
+// against planning one point at a time: the same JSON (timings aside) where the walk meets out-of-memory points between fitting
+// ones (1.61 MB of HBM), and the same message where nothing fits (the nothing-fits walk plans in
+// rounds too).
+TEST(SearchShortcuts, PlanningRoundsChangeNothing) {
+  for (const std::vector<std::string>& sets : {std::vector<std::string>{"cluster.hbm_gib=0.0015"}, std::vector<std::string>{}}) {
+    std::string texts[2];
+    for (int jobs : {1, 3}) {
+      SearchOptions o;
+      o.gpus = 8, o.top = 16, o.simulate = false, o.plan_jobs = jobs, o.fork_plans_from_s = 0;
+      const SearchResult r = run_search(kTiny, sets, o);
+      if (jobs == 1) {
+        EXPECT_GT(r.memory_planned, r.best.size()) << "the walk planned no point beyond the K that fit";
+      }
+      texts[jobs == 1 ? 0 : 1] = json_without_timings(r);
+    }
+    EXPECT_EQ(texts[0], texts[1]) << ::testing::PrintToString(sets);
+  }
+  std::string messages[2];
+  for (int jobs : {1, 3}) {
+    SearchOptions o;
+    o.gpus = 1, o.top = 16, o.simulate = false, o.plan_jobs = jobs, o.fork_plans_from_s = 0;
+    try {
+      run_search(kTiny, {"cluster.hbm_gib=0.0009765625"}, o);
+    } catch (const Error& e) {
+      messages[jobs == 1 ? 0 : 1] = e.what();
+    }
+  }
+  EXPECT_FALSE(messages[0].empty());
+  EXPECT_EQ(messages[0], messages[1]);
+}
+
 }  // namespace
 }  // namespace tandem::search
