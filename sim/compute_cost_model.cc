@@ -37,7 +37,8 @@ CalibrationTable CalibrationTable::load(const std::string& path) {
   if (calibration_file_kind(bytes, path) == CalibrationFileKind::kProfile) {
     const proto::CalibrationProfile profile = parse_calibration(bytes, path);
     // Means (a step's total is made of them; medians hide the heavy tail) where the profile has
-    // them, plus the runtime's time between kernels (docs/exec.md, "Where the time goes").
+    // them, each the kernel's own time as measured. The runtime's time between kernels is a cost
+    // of its own (gap_s), not part of any kernel (docs/exec.md, "Where the time goes").
     const bool host = profile.backend() == "host";
     if (host) t.overhead_s_ = profile.task_overhead_s(), t.host_memory_ = HostMemoryModel(profile);
     std::vector<MeasuredKernel> measured;
@@ -47,7 +48,7 @@ CalibrationTable CalibrationTable::load(const std::string& path) {
       const double time = k.mean_s() > 0 ? k.mean_s() : k.median_s();
       const Kernel kernel = static_cast<Kernel>(k.kernel());
       const DType dtype = static_cast<DType>(k.dtype());
-      t.add(kernel, dtype, dims, time + t.overhead_s_);
+      t.add(kernel, dtype, dims, time);
       if (host) measured.push_back({Compute{kernel, dtype, Phase::kForward, 0, -1, -1, dims, {}, {}}, time, double(k.samples())});
     }
     std::vector<GemmGridPoint> probe;  // this CPU's GEMM rate (traces/calibration/gemm_probe.h)
@@ -118,10 +119,7 @@ double CalibrationTable::find_collective(CollectiveOp op, GroupKind kind, int gr
   return host_collectives_.time_s(op, group_size, bytes);  // a host profile (sim/host_collective_model.h)
 }
 
-double CalibrationTable::host_time(const Compute& c) const {
-  const double t = host_.empty() ? -1.0 : host_.time_s(c);
-  return t < 0 ? t : t + overhead_s_;
-}
+double CalibrationTable::host_time(const Compute& c) const { return host_.empty() ? -1.0 : host_.time_s(c); }
 
 double CalibrationTable::find(const Compute& c) const {
   auto it = table_.find({static_cast<int>(c.kernel), static_cast<int>(c.dtype), c.shape_dims()});
@@ -227,7 +225,7 @@ ComputeCostModel::Fp8Casts ComputeCostModel::fp8_casts(const Compute& c, bool in
 
 double ComputeCostModel::gap_s(const Compute& c) const {
   if (c.kernel == Kernel::kOpaque || !calibration_ || calibration_->task_overhead_s() <= 0) return 0;
-  // time_s takes a calibrated kernel's time from one of these two, with the overhead added.
+  // A kernel whose time_s comes from the calibration (a measured shape or the host model).
   const bool calibrated = calibration_->find(c) >= 0 || calibration_->host_time(c) >= 0;
   return calibrated ? calibration_->task_overhead_s() : 0;
 }
