@@ -41,6 +41,7 @@ CalibrationTable CalibrationTable::load(const std::string& path) {
     // of its own (gap_s), not part of any kernel (docs/exec.md, "Where the time goes").
     const bool host = profile.backend() == "host";
     if (host) t.overhead_s_ = profile.task_overhead_s(), t.host_memory_ = HostMemoryModel(profile);
+    if (host) t.blas_threads_per_rank_ = int(profile.blas_threads_per_rank()), t.cores_ = int(profile.cores());
     std::vector<MeasuredKernel> measured;
     for (const proto::KernelTime& k : profile.kernels()) {
       std::array<int64_t, 6> dims{};
@@ -120,6 +121,14 @@ double CalibrationTable::find_collective(CollectiveOp op, GroupKind kind, int gr
 }
 
 double CalibrationTable::host_time(const Compute& c) const { return host_.empty() ? -1.0 : host_.time_s(c); }
+
+std::string CalibrationTable::shared_cores_note(int ranks) const {
+  if (blas_threads_per_rank_ <= 0 || cores_ <= 0 || int64_t(ranks) * blas_threads_per_rank_ <= cores_) return "";
+  return std::to_string(ranks) + " ranks x " + std::to_string(blas_threads_per_rank_) + " BLAS thread" +
+         (blas_threads_per_rank_ == 1 ? "" : "s") + " share the calibration machine's " + std::to_string(cores_) +
+         " cores; the profile's kernel times are of threads with a core each, and the simulator does not model "
+         "shared cores: on that machine this prediction is too fast (docs/exec.md, \"BLAS threads per rank\")";
+}
 
 double CalibrationTable::find(const Compute& c) const {
   auto it = table_.find({static_cast<int>(c.kernel), static_cast<int>(c.dtype), c.shape_dims()});

@@ -57,8 +57,14 @@ class CalibrationTable {
   double host_time(const Compute& c) const;
   double task_overhead_s() const { return overhead_s_; }
   const HostMemoryModel& host_memory() const { return host_memory_; }  // sim/host_memory_model.h
+  // A host profile's placement (CalibrationProfile.blas_threads_per_rank, cores): when `ranks`
+  // ranks of a host run on that machine would share cores (ranks x BLAS threads > cores), a note
+  // saying so and that the prediction does not model it (its kernel times are those of threads
+  // with a core each); "" otherwise, or when the profile does not record the placement.
+  std::string shared_cores_note(int ranks) const;
 
  private:
+  int blas_threads_per_rank_ = 0, cores_ = 0;
   HostMemoryModel host_memory_;
   HostComputeModel host_;
   double overhead_s_ = 0;

@@ -313,5 +313,29 @@ TEST(HostTaskGap, ASyntheticTraceCalibratesToItsKernelsAndItsGapAndPredictsItsel
   }
 }
 
+TEST(HostPlacement, APredictionWhoseRanksShareCoresSaysSo) {
+  // A host profile recording its run's placement: 1 BLAS thread per rank on 2 cores. 1 or 2 ranks
+  // have a core per thread (1 x 1 and 2 x 1 <= 2): no note; 3 ranks need 3 x 1 = 3 threads on 2
+  // cores: the note. With 2 threads per rank (on 4 cores), 2 ranks fit (4 <= 4) and 3 do not (6).
+  // A profile without the placement (0: written before the fields) says nothing.
+  proto::CalibrationProfile p = testing::host_profile(gemm(8, 8, 8), 10e-6, 0);
+  EXPECT_EQ(testing::load_profile(p, "host-placement").shared_cores_note(3), "");
+  p.set_blas_threads_per_rank(1);
+  p.set_cores(2);
+  const CalibrationTable one = testing::load_profile(p, "host-placement");
+  EXPECT_EQ(one.shared_cores_note(1), "");
+  EXPECT_EQ(one.shared_cores_note(2), "");
+  EXPECT_NE(one.shared_cores_note(3).find("3 ranks x 1 BLAS thread share the calibration machine's 2 cores"),
+            std::string::npos)
+      << one.shared_cores_note(3);
+  p.set_blas_threads_per_rank(2);
+  p.set_cores(4);
+  const CalibrationTable two = testing::load_profile(p, "host-placement");
+  EXPECT_EQ(two.shared_cores_note(2), "");
+  EXPECT_NE(two.shared_cores_note(3).find("3 ranks x 2 BLAS threads share the calibration machine's 4 cores"),
+            std::string::npos)
+      << two.shared_cores_note(3);
+}
+
 }  // namespace
 }  // namespace tandem::sim
