@@ -37,9 +37,11 @@ CalibrationTable CalibrationTable::load(const std::string& path) {
   if (calibration_file_kind(bytes, path) == CalibrationFileKind::kProfile) {
     const proto::CalibrationProfile profile = parse_calibration(bytes, path);
     // Means (a step's total is made of them; medians hide the heavy tail) where the profile has
-    // them, plus the runtime's time between kernels (docs/exec.md, "Where the time goes").
+    // them, each the kernel's own time as measured. The runtime's time between kernels is a cost
+    // of its own (gap_s), not part of any kernel (docs/exec.md, "Where the time goes").
     const bool host = profile.backend() == "host";
     if (host) t.overhead_s_ = profile.task_overhead_s(), t.host_memory_ = HostMemoryModel(profile);
+    if (host) t.blas_threads_per_rank_ = int(profile.blas_threads_per_rank()), t.cores_ = int(profile.cores());
     std::vector<MeasuredKernel> measured;
     for (const proto::KernelTime& k : profile.kernels()) {
       std::array<int64_t, 6> dims{};
@@ -47,7 +49,7 @@ CalibrationTable CalibrationTable::load(const std::string& path) {
       const double time = k.mean_s() > 0 ? k.mean_s() : k.median_s();
       const Kernel kernel = static_cast<Kernel>(k.kernel());
       const DType dtype = static_cast<DType>(k.dtype());
-      t.add(kernel, dtype, dims, time + t.overhead_s_);
+      t.add(kernel, dtype, dims, time);
       if (host) measured.push_back({Compute{kernel, dtype, Phase::kForward, 0, -1, -1, dims, {}, {}}, time, double(k.samples())});
     }
     std::vector<GemmGridPoint> probe;  // this CPU's GEMM rate (traces/calibration/gemm_probe.h)
@@ -118,9 +120,14 @@ double CalibrationTable::find_collective(CollectiveOp op, GroupKind kind, int gr
   return host_collectives_.time_s(op, group_size, bytes);  // a host profile (sim/host_collective_model.h)
 }
 
-double CalibrationTable::host_time(const Compute& c) const {
-  const double t = host_.empty() ? -1.0 : host_.time_s(c);
-  return t < 0 ? t : t + overhead_s_;
+double CalibrationTable::host_time(const Compute& c) const { return host_.empty() ? -1.0 : host_.time_s(c); }
+
+std::string CalibrationTable::shared_cores_note(int ranks) const {
+  if (blas_threads_per_rank_ <= 0 || cores_ <= 0 || int64_t(ranks) * blas_threads_per_rank_ <= cores_) return "";
+  return std::to_string(ranks) + " ranks x " + std::to_string(blas_threads_per_rank_) + " BLAS thread" +
+         (blas_threads_per_rank_ == 1 ? "" : "s") + " share the calibration machine's " + std::to_string(cores_) +
+         " cores; the profile's kernel times are of threads with a core each, and the simulator does not model "
+         "shared cores: on that machine this prediction is too fast (docs/exec.md, \"BLAS threads per rank\")";
 }
 
 double CalibrationTable::find(const Compute& c) const {
@@ -227,7 +234,7 @@ ComputeCostModel::Fp8Casts ComputeCostModel::fp8_casts(const Compute& c, bool in
 
 double ComputeCostModel::gap_s(const Compute& c) const {
   if (c.kernel == Kernel::kOpaque || !calibration_ || calibration_->task_overhead_s() <= 0) return 0;
-  // time_s takes a calibrated kernel's time from one of these two, with the overhead added.
+  // A kernel whose time_s comes from the calibration (a measured shape or the host model).
   const bool calibrated = calibration_->find(c) >= 0 || calibration_->host_time(c) >= 0;
   return calibrated ? calibration_->task_overhead_s() : 0;
 }

@@ -51,13 +51,20 @@ class CalibrationTable {
   double find_collective(CollectiveOp op, GroupKind kind, int group_size, int64_t bytes) const;
   size_t collectives() const { return collectives_.size(); }
   // A profile of the host driver (backend "host") also costs the shapes it lacks, with a compute
-  // model of the host fit on its kernels (sim/host_compute_model.h), and adds the runtime's
-  // measured time between kernels to every kernel time it gives (CalibrationProfile.task_overhead_s).
+  // model of the host fit on its kernels (sim/host_compute_model.h). Kernel times (find,
+  // host_time) are the kernels' own; the runtime's measured time between kernels
+  // (CalibrationProfile.task_overhead_s) is apart: task_overhead_s here, ComputeCostModel::gap_s.
   double host_time(const Compute& c) const;
   double task_overhead_s() const { return overhead_s_; }
   const HostMemoryModel& host_memory() const { return host_memory_; }  // sim/host_memory_model.h
+  // A host profile's placement (CalibrationProfile.blas_threads_per_rank, cores): when `ranks`
+  // ranks of a host run on that machine would share cores (ranks x BLAS threads > cores), a note
+  // saying so and that the prediction does not model it (its kernel times are those of threads
+  // with a core each); "" otherwise, or when the profile does not record the placement.
+  std::string shared_cores_note(int ranks) const;
 
  private:
+  int blas_threads_per_rank_ = 0, cores_ = 0;
   HostMemoryModel host_memory_;
   HostComputeModel host_;
   double overhead_s_ = 0;
@@ -111,10 +118,10 @@ class ComputeCostModel {
   };
   Fp8Casts fp8_casts(const Compute& c, bool input_from_norm, bool first_use_of_weight) const;
 
-  // The part of time_s(c) that is not the kernel but the runtime's time before it (a host
-  // profile's task_overhead_s: dispatch, MPI polling), for a kernel the calibration costs; 0 for
-  // any other. The replay records it as time between tasks, the kernel after it
-  // (ProgramInfo::gap_s), so that a task's predicted span is the kernel's alone.
+  // The runtime's time before a kernel the calibration costs (a host profile's task_overhead_s:
+  // the host driver's dispatch between kernels), a cost of its own beside time_s(c), which is the
+  // kernel's alone; 0 for any other kernel. The program analysis adds it to the kernel's timer and
+  // the replay records it as time between tasks, the kernel after it (ProgramInfo::gap_s).
   double gap_s(const Compute& c) const;
 
   // The host run's Alloc/Free costs from its calibration profile (sim/host_memory_model.h), or null.

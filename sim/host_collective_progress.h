@@ -15,8 +15,9 @@
 // compute streams runs a kernel (a step of the collective needs every member to poll), and stands
 // still otherwise. The calibration takes the same view: it times a measured collective instance
 // less the member's own kernel and Alloc/Free time inside it (traces/calibration/
-// calibration_profile.cc). A kernel-by-kernel poll between kernels is not modelled (the gaps
-// between kernels are charged to the kernels, sim/program_info.cc), so a collective fully
+// calibration_profile.cc). A kernel-by-kernel poll between kernels is not modelled (the time
+// between kernels, a cost of its own, runs on the kernel's timer, sim/program_info.cc, so the
+// collective stands still in it too; docs/exec.md, session 11, says why), so a collective fully
 // overlapped by back-to-back kernels progresses only once the kernels stop: an upper bound on
 // the stall, as "no pause" was the lower bound.
 //

@@ -58,6 +58,13 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
     }
     if (const auto* c = std::get_if<Compute>(&t.op)) {
       info->cost_s[i] = costs.time_s(*c, t.stream == Stream::kHost);
+      // A host calibration's time between tasks: its own cost, run before the kernel on the
+      // kernel's timer and recorded apart from the kernel (split_memory_time).
+      if (const double gap = costs.gap_s(*c); gap > 0) {
+        if (info->gap_s.empty()) info->gap_s.assign(n, 0.0);
+        info->gap_s[i] = gap;
+        info->cost_s[i] += gap;
+      }
       if (t.stream == Stream::kHost)
         if (const HostAdamTime h = costs.host_flow(*c); h.memory_s > 0)
           info->host_flows[t.id] = {int64_t(c->bytes_moved()), h.compute_s};
@@ -67,10 +74,6 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
       }
       if (t.stream == Stream::kCompute) {
         info->dispatch_s[i] = costs.host_dispatch_s(*c);
-        if (const double gap = costs.gap_s(*c); gap > 0) {
-          if (info->gap_s.empty()) info->gap_s.assign(n, 0.0);
-          info->gap_s[i] = gap;
-        }
       }
       if (c->kernel == Kernel::kLayerNorm || c->kernel == Kernel::kRmsNorm) {
         if (!c->outputs.empty()) norm_out.insert(root(c->outputs[0]));

@@ -39,10 +39,11 @@ struct ProgramInfo {
   // By kernel: its Alloc/Free tasks in program order. Empty without a host memory model.
   std::unordered_map<TaskId, std::vector<TaskId>> memory_ops_of;
   std::vector<uint8_t> memory_charged;  // by task: 1 for an Alloc/Free in memory_ops_of (empty: none)
-  // A host calibration's time between tasks (ComputeCostModel::gap_s): by task, the part of a
-  // compute-stream kernel's cost_s that the runtime spends before it starts (dispatch, polling).
-  // The replay runs it on the compute stream before the kernel (after the kernel's Allocs/Frees)
-  // and records the kernel after it. Empty when no kernel has one.
+  // A host calibration's time between tasks (ComputeCostModel::gap_s, the host driver's dispatch):
+  // by task, the time the runtime spends before a calibrated kernel starts, a cost of its own that
+  // cost_s adds to the kernel's (so that the kernel's timer covers both). The replay runs it on the
+  // kernel's stream before the kernel (after the kernel's Allocs/Frees) and records the kernel
+  // after it. Empty when no kernel has one.
   std::vector<double> gap_s;
   // Host-stream compute whose memory traffic is a flow on the node's host memory (the cluster's
   // host figures, uncalibrated: sim/host_adam_cost.h): by task, the bytes and the compute term

@@ -124,6 +124,9 @@ int main(int argc, char** argv) {
                                               : import_chakra_verbose(load_scenario(scenario_path, sets), chakra_prefix,
                                                                       {parse_chakra_durations(chakra_durations, "--chakra-durations")});
     print_scenario_notes("tandem sim", schedule.scenario());
+    if (o.calibration && schedule.scenario().cluster.preset == "host")  // a host profile's placement
+      if (const std::string note = o.calibration->shared_cores_note(schedule.world_size()); !note.empty())
+        std::cerr << "tandem sim: note: " << note << "\n";
     const sim::SimWork work = sim::count_sim_work(schedule, o);
     const sim::MemoryEstimate need = sim::estimate_memory(work, !o.trace_path.empty(), !timeline_path.empty());
     check_memory_estimate(need.bytes, "tandem sim", need.how, limit);

@@ -18,6 +18,7 @@
 #include "host_profile_util.h"
 #include "sim_test_util.h"
 #include "traces/calibration/calibration_profile.h"
+#include "traces/trace_builder.h"
 
 namespace tandem::sim {
 namespace {
@@ -205,14 +206,15 @@ TEST(HostTaskGap, TheTimeBetweenTasksIsRecordedBeforeTheKernelNotInIt) {
   // the iteration 3 x (2 + 10) = 36 us (what it was when the gap was inside each kernel: 3 x 12).
   // A GEMM the profile does not hold (16x16x16, costed by the host compute model fit on the one
   // measured shape) gets the gap too: ComputeCostModel::gap_s is 2 us for both, and 0 without a
-  // calibration.
+  // calibration. The kernel's own cost (time_s) is its measured 10 us: the gap is a cost apart, not
+  // part of the kernel's time; the program analysis puts both on the kernel's timer (12 us).
   proto::CalibrationProfile p = testing::host_profile(gemm(8, 8, 8), 10e-6, 2e-6);
   auto table = std::make_shared<const CalibrationTable>(testing::load_profile(p, "host-gap-test"));
   ClusterSpec host_cluster;
   host_cluster.preset = "host";
   const ComputeCostModel costs(host_cluster, KernelEfficiency{}, false, table.get());
   EXPECT_NEAR(costs.gap_s(gemm(8, 8, 8)), 2e-6, 1e-15);
-  EXPECT_NEAR(costs.time_s(gemm(8, 8, 8)), 12e-6, 1e-15);
+  EXPECT_NEAR(costs.time_s(gemm(8, 8, 8)), 10e-6, 1e-15);
   EXPECT_NEAR(costs.gap_s(gemm(16, 16, 16)), 2e-6, 1e-15);
   EXPECT_EQ(ComputeCostModel(host_cluster, KernelEfficiency{}, false).gap_s(gemm(8, 8, 8)), 0);
 
@@ -238,6 +240,101 @@ TEST(HostTaskGap, TheTimeBetweenTasksIsRecordedBeforeTheKernelNotInIt) {
       EXPECT_NEAR(t.end_s - t.start_s, 10e-6, 1e-12) << "task " << t.task << " fuse " << fuse;
     }
   }
+}
+
+TEST(HostTaskGap, ASyntheticTraceCalibratesToItsKernelsAndItsGapAndPredictsItself) {
+  // A measured host trace written by hand, one rank, everything on the compute stream: Alloc a and
+  // Alloc b (1000 B each, both freed: steady-state Allocs), GEMMs 8x8x8 that take 10 us and
+  // 16x16x16 that take 30 us, 2 us of the runtime's own time before every kernel (after the
+  // kernel's Allocs/Frees, where the simulator puts it), Allocs 1 us, Frees 0.5 us:
+  //   Alloc a [0, 1], gap [1, 3], GEMM8 [3, 13], gap [13, 15], GEMM16 [15, 45], Alloc b [45, 46],
+  //   gap [46, 48], GEMM8 [48, 58], Free a [58, 58.5], gap [58.5, 60.5], GEMM16 [60.5, 90.5],
+  //   Free b [90.5, 91].
+  // Its iteration: 2 x 10 + 2 x 30 (kernels) + 4 x 2 (gaps) + 2 x 1 (Allocs) + 2 x 0.5 (Frees) = 91 us.
+  // Calibration: GEMM8 10 us and GEMM16 30 us (mean = median, two samples each: the kernels'
+  // own times, with no gap in them); the time between kernels from the three kernels that have a
+  // previous one (the stream's first has no reference point): GEMM16 15 - 13 = 2, GEMM8 48 - 45 -
+  // 1 (Alloc b) = 2, GEMM16 60.5 - 58 - 0.5 (Free a) = 2: 2 us over 3 samples. Allocs of 1000 B
+  // 1 us, Frees 0.5 us. Predicted from that profile: the same layout, so the iteration is 91 us and
+  // every kernel's predicted span its measured time.
+  ClusterSpec cluster = testing::test_cluster(1);
+  cluster.preset = "host";
+  const Schedule schedule(testing::test_scenario(cluster), 1, {},
+                          std::make_unique<testing::LambdaGenerator>([](int rank) {
+                            testing::ProgramWriter w(rank);
+                            const BufferId a = w.buffer("a", 1000), b = w.buffer("b", 1000);
+                            w.alloc(a);                                // 0
+                            w.add(Stream::kCompute, gemm(8, 8, 8));    // 1
+                            w.add(Stream::kCompute, gemm(16, 16, 16)); // 2
+                            w.alloc(b);                                // 3
+                            w.add(Stream::kCompute, gemm(8, 8, 8));    // 4
+                            w.free(a);                                 // 5
+                            w.add(Stream::kCompute, gemm(16, 16, 16)); // 6
+                            w.free(b);                                 // 7
+                            return w.p;
+                          }));
+  const double us = 1e-6;
+  const double measured[8][2] = {{0, 1}, {3, 13}, {15, 45}, {45, 46}, {48, 58}, {58, 58.5}, {60.5, 90.5}, {90.5, 91}};
+  TraceBuilder builder(schedule, "host", "synthetic");
+  builder.begin_rank(schedule.program(0));
+  for (int t = 0; t < 8; ++t) builder.task(0, TaskId(t), measured[t][0] * us, measured[t][1] * us);
+  const proto::Trace trace = builder.finish();
+
+  const proto::CalibrationProfile p = make_calibration(schedule, trace, "synthetic.trace");
+  ASSERT_EQ(p.kernels_size(), 2);
+  for (const proto::KernelTime& k : p.kernels()) {
+    const double want = k.dims(0) == 8 ? 10 * us : 30 * us;
+    EXPECT_EQ(k.samples(), 2u) << k.label();
+    EXPECT_NEAR(k.mean_s(), want, 1e-12) << k.label();
+    EXPECT_NEAR(k.median_s(), want, 1e-12) << k.label();
+  }
+  EXPECT_NEAR(p.task_overhead_s(), 2 * us, 1e-12);
+  EXPECT_EQ(p.overhead_samples(), 3u);
+  ASSERT_EQ(p.memory_ops_size(), 2);
+  for (const proto::MemoryOpTime& m : p.memory_ops()) EXPECT_NEAR(m.mean_s(), m.alloc() ? 1 * us : 0.5 * us, 1e-12);
+
+  auto table = std::make_shared<const CalibrationTable>(testing::load_profile(p, "host-synthetic-trace"));
+  const ComputeCostModel costs(cluster, KernelEfficiency{}, false, table.get());
+  EXPECT_NEAR(costs.time_s(gemm(8, 8, 8)), 10 * us, 1e-12);  // the kernel's own time, no gap in it
+  EXPECT_NEAR(costs.gap_s(gemm(8, 8, 8)), 2 * us, 1e-12);
+  for (bool fuse : {false, true}) {
+    SimOptions o = testing::ideal_options();
+    o.calibration = table;
+    o.record_tasks = true;
+    o.fuse_compute = fuse;
+    const SimResult r = simulate(schedule, o);
+    EXPECT_NEAR(r.iteration_time_s, 91 * us, 1e-12) << "fuse " << fuse;
+    ASSERT_EQ(r.tasks.size(), 8u);
+    for (const TaskTiming& t : r.tasks) {
+      ASSERT_LT(t.task, 8u);
+      EXPECT_NEAR(t.start_s, measured[t.task][0] * us, 1e-12) << "task " << t.task << " fuse " << fuse;
+      EXPECT_NEAR(t.end_s, measured[t.task][1] * us, 1e-12) << "task " << t.task << " fuse " << fuse;
+    }
+  }
+}
+
+TEST(HostPlacement, APredictionWhoseRanksShareCoresSaysSo) {
+  // A host profile recording its run's placement: 1 BLAS thread per rank on 2 cores. 1 or 2 ranks
+  // have a core per thread (1 x 1 and 2 x 1 <= 2): no note; 3 ranks need 3 x 1 = 3 threads on 2
+  // cores: the note. With 2 threads per rank (on 4 cores), 2 ranks fit (4 <= 4) and 3 do not (6).
+  // A profile without the placement (0: written before the fields) says nothing.
+  proto::CalibrationProfile p = testing::host_profile(gemm(8, 8, 8), 10e-6, 0);
+  EXPECT_EQ(testing::load_profile(p, "host-placement").shared_cores_note(3), "");
+  p.set_blas_threads_per_rank(1);
+  p.set_cores(2);
+  const CalibrationTable one = testing::load_profile(p, "host-placement");
+  EXPECT_EQ(one.shared_cores_note(1), "");
+  EXPECT_EQ(one.shared_cores_note(2), "");
+  EXPECT_NE(one.shared_cores_note(3).find("3 ranks x 1 BLAS thread share the calibration machine's 2 cores"),
+            std::string::npos)
+      << one.shared_cores_note(3);
+  p.set_blas_threads_per_rank(2);
+  p.set_cores(4);
+  const CalibrationTable two = testing::load_profile(p, "host-placement");
+  EXPECT_EQ(two.shared_cores_note(2), "");
+  EXPECT_NE(two.shared_cores_note(3).find("3 ranks x 2 BLAS threads share the calibration machine's 4 cores"),
+            std::string::npos)
+      << two.shared_cores_note(3);
 }
 
 }  // namespace

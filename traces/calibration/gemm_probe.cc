@@ -11,8 +11,6 @@ extern "C" void openblas_set_num_threads(int);
 
 namespace tandem {
 
-int probe_threads_for(int /*ranks*/) { return 1; }  // tandem run pins one per rank (exec/run_args.h)
-
 void probe_gemm(proto::CalibrationProfile& profile, const GemmProbeOptions& o) {
   using Clock = std::chrono::steady_clock;
   openblas_set_num_threads(std::max(1, o.threads));

@@ -20,10 +20,6 @@ struct GemmProbeOptions {
   int threads = 1;                // BLAS threads: those of a rank of the measured run
 };
 
-// The BLAS threads a rank of a host run of `ranks` ranks had: one, whatever `ranks` and the cores
-// (exec/run_args.h, core_placement_for pins one BLAS thread per rank).
-int probe_threads_for(int ranks);
-
 // Appends one GemmProbe per shape of the grid (median of the calls) to `profile`.
 void probe_gemm(proto::CalibrationProfile& profile, const GemmProbeOptions& options = {});
 

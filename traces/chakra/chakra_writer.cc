@@ -66,7 +66,7 @@ bool fill(Node& n, const Schedule& s, const Program& p, const Task& t, const sim
           ChakraExport* counts, const sim::CalibrationTable* calibration) {
   if (const auto* c = std::get_if<Compute>(&t.op)) {
     const bool host = t.stream == Stream::kHost;
-    const double seconds = costs.time_s(*c, host);
+    const double seconds = costs.time_s(*c, host) + costs.gap_s(*c);  // a host profile's time before the kernel too
     if (!std::isfinite(seconds) || seconds < 0)
       throw Error("chakra: rank " + std::to_string(p.rank) + " task " + std::to_string(t.id) + " (" + task_label(s, p, t) +
                   "): the compute cost model gives no time (" + std::to_string(seconds) + " s) on cluster '" +

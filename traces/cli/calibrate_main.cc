@@ -16,6 +16,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "exec/run_args.h"
 #include "shared/cli_args.h"
 #include "traces/calibration/calibration_profile.h"
 #include "shared/error.h"
@@ -113,11 +114,20 @@ int main(int argc, char** argv) {
     std::vector<tandem::NamedTrace> runs;
     for (size_t i = 0; i < traces.size(); ++i) runs.push_back({&traces[i], args[i]});
     tandem::proto::CalibrationProfile prof = tandem::make_calibration(schedule, runs);
+    // A host trace was measured on this machine (the probes below time it too): the placement
+    // `tandem run` pinned and printed for its ranks is core_placement_for(ranks, this machine's
+    // cores), its BLAS threads per rank what every kernel time of the profile ran with.
+    const tandem::exec::CorePlacement placement =
+        tandem::exec::core_placement_for(int(prof.ranks()), tandem::exec::online_cores());
+    if (prof.backend() == "host") {
+      prof.set_blas_threads_per_rank(uint32_t(placement.blas_threads));
+      prof.set_cores(uint32_t(placement.cores));
+    }
     // A host trace: this CPU's GEMM rate over a grid of shapes, for the shapes the run lacks
-    // (traces/calibration/gemm_probe.h); it describes the machine the run was measured on.
+    // (traces/calibration/gemm_probe.h), with the BLAS threads a rank of the run had.
     if (prof.backend() == "host" && !vm.count("no-probe")) {
       tandem::GemmProbeOptions probe;
-      probe.threads = tandem::probe_threads_for(int(prof.ranks()));
+      probe.threads = placement.blas_threads;
       tandem::probe_gemm(prof, probe);
     }
     const std::string out = vm["output"].as<std::string>();
@@ -133,6 +143,11 @@ int main(int argc, char** argv) {
     if (prof.collective_probe_size()) std::cout << " and " << prof.collective_probe_size() << " probed collectives";
     std::cout << " from " << (runs.size() == 1 ? args[0] : std::to_string(runs.size()) + " runs") << " ("
               << prof.backend() << ", " << prof.machine() << ") -> " << out << "\n";
+    if (prof.backend() == "host")
+      std::cout << "  placement: " << prof.ranks() << " ranks, " << prof.blas_threads_per_rank() << " BLAS thread"
+                << (prof.blas_threads_per_rank() == 1 ? "" : "s") << " per rank, " << prof.cores()
+                << " cores; time between kernels " << prof.task_overhead_s() * 1e6 << " us (mean of "
+                << prof.overhead_samples() << ")\n";
     std::cout.flush();
     print_runs(prof);
     return 0;
