@@ -13,6 +13,28 @@
 namespace tandem {
 namespace {
 
+// Pipeline sends whose completion the compute stream has not waited for yet
+// (software.pipeline_send_wait): the sent buffer and whether a forward pass sent it.
+struct PendingSend {
+  BufferId buffer;
+  bool forward;
+};
+using PendingSends = std::vector<PendingSend>;
+
+// Whether a pass (forward or backward) waits for a pending send before its first kernel, as the
+// framework waits (docs/software.md, software.pipeline_send_wait):
+//  - 1F1B (and GPipe): Megatron batches each send with the next pass's receive and waits for both
+//    (p2p_communication.py _communicate: batch_isend_irecv, req.wait()): every pending send;
+//  - interleaved, overlap_p2p_comm: a forward waits for the forward sends' handles, a backward for
+//    the backward ones (Megatron-Core schedules.py fwd_wait_handles / bwd_wait_handles);
+//  - interleaved without it: a forward and the backward after it end in one batched exchange,
+//    waited before the next forward; in the cool-down, each backward's send before the next one.
+bool waits_for(const SoftwareSpec& sw, PpSchedule schedule, bool forward_pass, const PendingSend& p) {
+  if (schedule != PpSchedule::kInterleaved) return true;
+  if (sw.overlap_p2p_comm) return p.forward == forward_pass;
+  return forward_pass || !p.forward;
+}
+
 class StepGenerator : public ProgramGenerator {
  public:
   StepGenerator(const Scenario& sc, const RankGrid& grid) : sc_(sc), grid_(grid) {}
@@ -25,8 +47,13 @@ class StepGenerator : public ProgramGenerator {
   }
 
  private:
-  void forward(StepState& st, int chunk, int mb) const;
-  void backward(StepState& st, int chunk, int mb) const;
+  void forward(StepState& st, PendingSends& sends, int chunk, int mb) const;
+  void backward(StepState& st, PendingSends& sends, int chunk, int mb) const;
+  // The compute stream waits for the pending sends a pass waits for: the sent buffer is freed on
+  // the compute stream, after its send (shared/program_builder.h orders the Free after the send).
+  void wait_sends(StepState& st, PendingSends& sends, bool forward_pass) const;
+  // A pass's output handed to the next (forward) or previous (backward) virtual stage.
+  void send(StepState& st, PendingSends& sends, BufferId b, bool forward_pass, int mb) const;
 
   const Scenario& sc_;
   const RankGrid& grid_;
@@ -52,9 +79,28 @@ bool is_first_layer_of_chunk(const StepState& st, int chunk, int unit) {
   return false;
 }
 
-void StepGenerator::forward(StepState& st, int chunk, int mb) const {
+void StepGenerator::wait_sends(StepState& st, PendingSends& sends, bool forward_pass) const {
+  size_t kept = 0;
+  for (const PendingSend& p : sends) {
+    if (waits_for(sc_.software, sc_.strategy.pp_schedule, forward_pass, p)) st.program.free(p.buffer, Stream::kCompute);
+    else sends[kept++] = p;
+  }
+  sends.resize(kept);
+}
+
+void StepGenerator::send(StepState& st, PendingSends& sends, BufferId b, bool forward_pass, int mb) const {
+  const Stream s = forward_pass ? Stream::kSendFwd : Stream::kSendBwd;
+  st.program.send(st.pipeline_peer(forward_pass ? +1 : -1), b, forward_pass ? 0 : 1, mb, s);
+  if (sc_.software.pipeline_send_wait) sends.push_back({b, forward_pass});
+  else st.program.free(b, s);
+}
+
+void StepGenerator::forward(StepState& st, PendingSends& sends, int chunk, int mb) const {
   const StepDims& d = st.dims;
   BufferId x = kNoId;
+  // A chunk that starts with the embedding receives nothing: its pass waits at once. Otherwise the
+  // wait follows the posting of the receive, which the framework batches with the sends.
+  if (st.layout.units[st.chunk_units(chunk).front()].kind != ParamUnit::Kind::kLayer) wait_sends(st, sends, true);
   for (int u : st.chunk_units(chunk)) {
     const ParamUnit& pu = st.layout.units[u];
     ensure_params(st, u, true);
@@ -68,6 +114,7 @@ void StepGenerator::forward(StepState& st, int chunk, int mb) const {
         if (posted == kNoId) st.program.alloc(x, Stream::kRecvFwd);
         else st.program.alloc(x, Stream::kRecvFwd, {posted});
         st.program.recv(st.pipeline_peer(-1), x, 0, mb, Stream::kRecvFwd);
+        wait_sends(st, sends, true);
       }
       LayerActs a;
       a.layer = pu.layer;
@@ -82,16 +129,14 @@ void StepGenerator::forward(StepState& st, int chunk, int mb) const {
     }
     release_params_after(st, u, true);
   }
-  if (x != kNoId) {  // not the last virtual stage: hand the activations on
-    st.program.send(st.pipeline_peer(+1), x, 0, mb, Stream::kSendFwd);
-    st.program.free(x, Stream::kSendFwd);
-  }
+  if (x != kNoId) send(st, sends, x, true, mb);  // not the last virtual stage: hand the activations on
 }
 
-void StepGenerator::backward(StepState& st, int chunk, int mb) const {
+void StepGenerator::backward(StepState& st, PendingSends& sends, int chunk, int mb) const {
   const StepDims& d = st.dims;
   const std::vector<int> units = st.chunk_units(chunk);
   BufferId g = kNoId;
+  if (st.layout.units[units.back()].kind != ParamUnit::Kind::kLayer) wait_sends(st, sends, false);
   for (auto it = units.rbegin(); it != units.rend(); ++it) {
     const int u = *it;
     const ParamUnit& pu = st.layout.units[u];
@@ -107,6 +152,7 @@ void StepGenerator::backward(StepState& st, int chunk, int mb) const {
         if (posted == kNoId) st.program.alloc(g, Stream::kRecvBwd);
         else st.program.alloc(g, Stream::kRecvBwd, {posted});
         st.program.recv(st.pipeline_peer(+1), g, 1, mb, Stream::kRecvBwd);
+        wait_sends(st, sends, false);
       }
       LayerActs a = st.take_layer(chunk, mb);
       g = emit_layer_backward(st, u, a, g);
@@ -118,10 +164,7 @@ void StepGenerator::backward(StepState& st, int chunk, int mb) const {
     release_params_after(st, u, false);
     after_unit_backward(st, u, mb);
   }
-  if (g != kNoId) {
-    st.program.send(st.pipeline_peer(-1), g, 1, mb, Stream::kSendBwd);
-    st.program.free(g, Stream::kSendBwd);
-  }
+  if (g != kNoId) send(st, sends, g, false, mb);
 }
 
 Program StepGenerator::generate(int rank) const {
@@ -138,10 +181,14 @@ Program StepGenerator::generate(int rank) const {
   if (st.dims.fp8) emit_fp8_state(st);
   emit_param_gathers(st);
   const StrategySpec& s = sc_.strategy;
+  PendingSends sends;
   for (const PipeOp& op : pipeline_order(s.pp_schedule, s.pp, st.coord.pp, st.micro_batches, s.virtual_stages)) {
-    if (op.forward) forward(st, op.chunk, op.microbatch);
-    else backward(st, op.chunk, op.microbatch);
+    if (op.forward) forward(st, sends, op.chunk, op.microbatch);
+    else backward(st, sends, op.chunk, op.microbatch);
   }
+  // Sends still pending (the last exchange, or an interleaved schedule's last forward send with
+  // overlap_p2p_comm, whose handle Megatron-Core never waits) are waited for before the optimizer.
+  for (const PendingSend& p : sends) st.program.free(p.buffer, Stream::kCompute);
   emit_optimizer(st);
   return std::move(st.program).finish();
 }
