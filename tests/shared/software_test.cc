@@ -333,6 +333,11 @@ TEST(SoftwareSchedule, PipelineSendWaitHoldsTheNextPass) {
                            "strategy.virtual_stages=2", "software.pipeline_send_wait=true",
                            std::string("software.overlap_p2p_comm=") + overlap}));
     EXPECT_NO_THROW(run_reference(s, cost)) << overlap;
+    // The shape of Korthikanti's 175B row (8 stages x 3 chunks, 8 micro-batches here) runs too.
+    const Schedule k(tiny({"model.layers=24", "cluster.gpus=8", "strategy.pp=8", "strategy.pp_schedule=interleaved",
+                           "strategy.virtual_stages=3", "strategy.global_batch=16", "software.pipeline_send_wait=true",
+                           std::string("software.overlap_p2p_comm=") + overlap}));
+    EXPECT_NO_THROW(run_reference(k, cost)) << overlap;
     for (int rank = 0; rank < 4; ++rank) {
       const int expected = rank == 0 || rank == 3 ? 12 : 16;
       const Program p = s.program(rank);
