@@ -333,9 +333,10 @@ TEST(SoftwareSchedule, PipelineSendWaitHoldsTheNextPass) {
                            "strategy.virtual_stages=2", "software.pipeline_send_wait=true",
                            std::string("software.overlap_p2p_comm=") + overlap}));
     EXPECT_NO_THROW(run_reference(s, cost)) << overlap;
-    // The shape of Korthikanti's 175B row (8 stages x 3 chunks, 8 micro-batches here) runs too.
+    // The shape of Korthikanti's 175B row (8 stages x 3 chunks, 64 micro-batches) runs too: without
+    // the receives posted ahead it deadlocked (checked on 74d2f6d).
     const Schedule k(tiny({"model.layers=24", "cluster.gpus=8", "strategy.pp=8", "strategy.pp_schedule=interleaved",
-                           "strategy.virtual_stages=3", "strategy.global_batch=16", "software.pipeline_send_wait=true",
+                           "strategy.virtual_stages=3", "strategy.global_batch=128", "software.pipeline_send_wait=true",
                            std::string("software.overlap_p2p_comm=") + overlap}));
     EXPECT_NO_THROW(run_reference(k, cost)) << overlap;
     for (int rank = 0; rank < 4; ++rank) {
