@@ -152,6 +152,8 @@ struct SoftwareSpec {
   OptimizerStateDType optimizer_state_dtype = OptimizerStateDType::kFp32;  // Adam's m and v
   MasterParams master_params = MasterParams::kFp32;  // what is kept beside the training-dtype params
   bool bucket_every_stage = true;     // false: only stage 0's first chunk is split into buckets
+  bool pipeline_send_wait = false;    // the compute stream waits for each pipeline send (Megatron, DeepSpeed)
+  bool overlap_p2p_comm = false;      // interleaved: a pass waits only for the sends of its own direction
 };
 
 struct Scenario {

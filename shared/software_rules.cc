@@ -97,6 +97,8 @@ SoftwareSpec Resolver::software(const StrategySpec& strategy, std::vector<std::s
   optimizer_state_rules(spec, strategy);
   // Optional (added after user presets were written): absent, every stage is bucketed.
   spec.bucket_every_stage = !p.has_bucket_every_stage() || p.bucket_every_stage();
+  spec.pipeline_send_wait = p.has_pipeline_send_wait() && p.pipeline_send_wait();
+  spec.overlap_p2p_comm = p.has_overlap_p2p_comm() && p.overlap_p2p_comm();
 
   // The two overlaps: the software field, else the deprecated strategy spelling when given.
   auto overlap = [&](const char* field, bool software_value) -> std::pair<bool, std::string> {
@@ -129,6 +131,16 @@ SoftwareSpec Resolver::software(const StrategySpec& strategy, std::vector<std::s
              ", tp = " + num(strategy.tp) + see("strategy.sp_mode") +
              " (Megatron-Core likewise requires --sequence-parallel)");
   }
+  // Megatron refuses the interleaved schedule on two stages when each forward/backward pair ends in
+  // one batched exchange ("to avoid having multiple p2p sends and recvs between same 2 ranks per
+  // communication batch": megatron/training/arguments.py:259-263 at baf94af3, megatron/arguments.py:
+  // 144-145 at d898a899); its waits deadlock there, in tandem's schedule too.
+  if (spec.pipeline_send_wait && !spec.overlap_p2p_comm && strategy.pp_schedule == PpSchedule::kInterleaved &&
+      strategy.pp == 2)
+    fail("software.overlap_p2p_comm",
+         "the interleaved schedule on 2 pipeline stages with pipeline_send_wait needs overlap_p2p_comm true (one "
+         "batched exchange a forward/backward pair deadlocks between two ranks; Megatron refuses it too), got "
+         "false" + see("strategy.pp"));
   return spec;
 }
 

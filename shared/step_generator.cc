@@ -3,6 +3,8 @@
 #include "shared/step_generator.h"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include "shared/auto_placement.h"
 #include "shared/error.h"
@@ -12,6 +14,36 @@
 
 namespace tandem {
 namespace {
+
+// Pipeline sends whose completion the compute stream has not waited for yet
+// (software.pipeline_send_wait): the sent buffer and whether a forward pass sent it.
+struct PendingSend {
+  BufferId buffer;
+  bool forward;
+};
+using PendingSends = std::vector<PendingSend>;
+
+// The pipeline messages of one rank's schedule: sends not waited for yet, and receives posted
+// ahead of their pass (by (forward, chunk, micro-batch)), as the frameworks' batched exchanges post
+// them.
+struct PipeMessages {
+  PendingSends sends;
+  std::map<std::tuple<bool, int, int>, BufferId> posted;
+};
+
+// Whether a pass (forward or backward) waits for a pending send before its first kernel, as the
+// framework waits (docs/software.md, software.pipeline_send_wait):
+//  - 1F1B (and GPipe): Megatron batches each send with the next pass's receive and waits for both
+//    (p2p_communication.py _communicate: batch_isend_irecv, req.wait()): every pending send;
+//  - interleaved, overlap_p2p_comm: a forward waits for the forward sends' handles, a backward for
+//    the backward ones (Megatron-Core schedules.py fwd_wait_handles / bwd_wait_handles);
+//  - interleaved without it: a forward and the backward after it end in one batched exchange,
+//    waited before the next forward; in the cool-down, each backward's send before the next one.
+bool waits_for(const SoftwareSpec& sw, PpSchedule schedule, bool forward_pass, const PendingSend& p) {
+  if (schedule != PpSchedule::kInterleaved) return true;
+  if (sw.overlap_p2p_comm) return p.forward == forward_pass;
+  return forward_pass || !p.forward;
+}
 
 class StepGenerator : public ProgramGenerator {
  public:
@@ -25,8 +57,20 @@ class StepGenerator : public ProgramGenerator {
   }
 
  private:
-  void forward(StepState& st, int chunk, int mb) const;
-  void backward(StepState& st, int chunk, int mb) const;
+  void forward(StepState& st, PipeMessages& msg, int chunk, int mb) const;
+  void backward(StepState& st, PipeMessages& msg, int chunk, int mb) const;
+  // Whether a pass of `chunk` receives its input (forward) or its output's gradient (backward)
+  // from another virtual stage, and the posting of that receive (its Alloc waits for the compute
+  // stream's last task: the receive is posted when compute gets there).
+  bool receives(const StepState& st, bool forward_pass, int chunk) const;
+  BufferId post_receive(StepState& st, bool forward_pass, int chunk, int mb) const;
+  // The receive of a pass: the one posted ahead, else posted now.
+  BufferId take_receive(StepState& st, PipeMessages& msg, bool forward_pass, int chunk, int mb) const;
+  // The compute stream waits for the pending sends a pass waits for: the sent buffer is freed on
+  // the compute stream, after its send (shared/program_builder.h orders the Free after the send).
+  void wait_sends(StepState& st, PendingSends& sends, bool forward_pass) const;
+  // A pass's output handed to the next (forward) or previous (backward) virtual stage.
+  void send(StepState& st, PendingSends& sends, BufferId b, bool forward_pass, int mb) const;
 
   const Scenario& sc_;
   const RankGrid& grid_;
@@ -52,9 +96,55 @@ bool is_first_layer_of_chunk(const StepState& st, int chunk, int unit) {
   return false;
 }
 
-void StepGenerator::forward(StepState& st, int chunk, int mb) const {
+bool StepGenerator::receives(const StepState& st, bool forward_pass, int chunk) const {
+  const std::vector<int> units = st.chunk_units(chunk);
+  return st.layout.units[forward_pass ? units.front() : units.back()].kind == ParamUnit::Kind::kLayer;
+}
+
+BufferId StepGenerator::post_receive(StepState& st, bool forward_pass, int chunk, int mb) const {
+  const StepDims& d = st.dims;
+  const std::vector<int> units = st.chunk_units(chunk);
+  const ParamUnit& pu = st.layout.units[forward_pass ? units.front() : units.back()];
+  const Stream s = forward_pass ? Stream::kRecvFwd : Stream::kRecvBwd;
+  const BufferId b = st.program.buffer(st.buffer_name(forward_pass ? "x_recv" : "dx_recv", pu.layer, mb),
+                                       d.n_local * d.hidden * dtype_bytes(d.dtype), d.dtype, BufferRole::kActivation);
+  const TaskId posted = st.program.last_on(Stream::kCompute);  // post the receive when compute gets here
+  if (posted == kNoId) st.program.alloc(b, s);
+  else st.program.alloc(b, s, {posted});
+  st.program.recv(st.pipeline_peer(forward_pass ? -1 : +1), b, forward_pass ? 0 : 1, mb, s);
+  return b;
+}
+
+BufferId StepGenerator::take_receive(StepState& st, PipeMessages& msg, bool forward_pass, int chunk, int mb) const {
+  const auto it = msg.posted.find({forward_pass, chunk, mb});
+  if (it == msg.posted.end()) return post_receive(st, forward_pass, chunk, mb);
+  const BufferId b = it->second;
+  msg.posted.erase(it);
+  return b;
+}
+
+void StepGenerator::wait_sends(StepState& st, PendingSends& sends, bool forward_pass) const {
+  size_t kept = 0;
+  for (const PendingSend& p : sends) {
+    if (waits_for(sc_.software, sc_.strategy.pp_schedule, forward_pass, p)) st.program.free(p.buffer, Stream::kCompute);
+    else sends[kept++] = p;
+  }
+  sends.resize(kept);
+}
+
+void StepGenerator::send(StepState& st, PendingSends& sends, BufferId b, bool forward_pass, int mb) const {
+  const Stream s = forward_pass ? Stream::kSendFwd : Stream::kSendBwd;
+  st.program.send(st.pipeline_peer(forward_pass ? +1 : -1), b, forward_pass ? 0 : 1, mb, s);
+  if (sc_.software.pipeline_send_wait) sends.push_back({b, forward_pass});
+  else st.program.free(b, s);
+}
+
+void StepGenerator::forward(StepState& st, PipeMessages& msg, int chunk, int mb) const {
   const StepDims& d = st.dims;
   BufferId x = kNoId;
+  // A chunk that starts with the embedding receives nothing: its pass waits at once. Otherwise the
+  // wait follows the posting of the receive, which the framework batches with the sends.
+  if (!receives(st, true, chunk)) wait_sends(st, msg.sends, true);
   for (int u : st.chunk_units(chunk)) {
     const ParamUnit& pu = st.layout.units[u];
     ensure_params(st, u, true);
@@ -62,12 +152,8 @@ void StepGenerator::forward(StepState& st, int chunk, int mb) const {
       x = emit_embedding_forward(st, u, chunk, mb);
     } else if (pu.kind == ParamUnit::Kind::kLayer) {
       if (x == kNoId) {  // the chunk's input comes from the previous virtual stage
-        x = st.program.buffer(st.buffer_name("x_recv", pu.layer, mb), d.n_local * d.hidden * dtype_bytes(d.dtype), d.dtype,
-                        BufferRole::kActivation);
-        const TaskId posted = st.program.last_on(Stream::kCompute);  // post the receive when compute gets here
-        if (posted == kNoId) st.program.alloc(x, Stream::kRecvFwd);
-        else st.program.alloc(x, Stream::kRecvFwd, {posted});
-        st.program.recv(st.pipeline_peer(-1), x, 0, mb, Stream::kRecvFwd);
+        x = take_receive(st, msg, true, chunk, mb);
+        wait_sends(st, msg.sends, true);
       }
       LayerActs a;
       a.layer = pu.layer;
@@ -82,16 +168,14 @@ void StepGenerator::forward(StepState& st, int chunk, int mb) const {
     }
     release_params_after(st, u, true);
   }
-  if (x != kNoId) {  // not the last virtual stage: hand the activations on
-    st.program.send(st.pipeline_peer(+1), x, 0, mb, Stream::kSendFwd);
-    st.program.free(x, Stream::kSendFwd);
-  }
+  if (x != kNoId) send(st, msg.sends, x, true, mb);  // not the last virtual stage: hand the activations on
 }
 
-void StepGenerator::backward(StepState& st, int chunk, int mb) const {
+void StepGenerator::backward(StepState& st, PipeMessages& msg, int chunk, int mb) const {
   const StepDims& d = st.dims;
   const std::vector<int> units = st.chunk_units(chunk);
   BufferId g = kNoId;
+  if (!receives(st, false, chunk)) wait_sends(st, msg.sends, false);
   for (auto it = units.rbegin(); it != units.rend(); ++it) {
     const int u = *it;
     const ParamUnit& pu = st.layout.units[u];
@@ -101,12 +185,8 @@ void StepGenerator::backward(StepState& st, int chunk, int mb) const {
       g = emit_head_backward(st, u, chunk, mb);
     } else if (pu.kind == ParamUnit::Kind::kLayer) {
       if (g == kNoId) {  // the gradient comes from the next virtual stage
-        g = st.program.buffer(st.buffer_name("dx_recv", pu.layer, mb), d.n_local * d.hidden * dtype_bytes(d.dtype), d.dtype,
-                        BufferRole::kActivation);
-        const TaskId posted = st.program.last_on(Stream::kCompute);
-        if (posted == kNoId) st.program.alloc(g, Stream::kRecvBwd);
-        else st.program.alloc(g, Stream::kRecvBwd, {posted});
-        st.program.recv(st.pipeline_peer(+1), g, 1, mb, Stream::kRecvBwd);
+        g = take_receive(st, msg, false, chunk, mb);
+        wait_sends(st, msg.sends, false);
       }
       LayerActs a = st.take_layer(chunk, mb);
       g = emit_layer_backward(st, u, a, g);
@@ -118,10 +198,7 @@ void StepGenerator::backward(StepState& st, int chunk, int mb) const {
     release_params_after(st, u, false);
     after_unit_backward(st, u, mb);
   }
-  if (g != kNoId) {
-    st.program.send(st.pipeline_peer(-1), g, 1, mb, Stream::kSendBwd);
-    st.program.free(g, Stream::kSendBwd);
-  }
+  if (g != kNoId) send(st, msg.sends, g, false, mb);
 }
 
 Program StepGenerator::generate(int rank) const {
@@ -138,10 +215,39 @@ Program StepGenerator::generate(int rank) const {
   if (st.dims.fp8) emit_fp8_state(st);
   emit_param_gathers(st);
   const StrategySpec& s = sc_.strategy;
-  for (const PipeOp& op : pipeline_order(s.pp_schedule, s.pp, st.coord.pp, st.micro_batches, s.virtual_stages)) {
-    if (op.forward) forward(st, op.chunk, op.microbatch);
-    else backward(st, op.chunk, op.microbatch);
+  PipeMessages msg;
+  const std::vector<PipeOp> order = pipeline_order(s.pp_schedule, s.pp, st.coord.pp, st.micro_batches, s.virtual_stages);
+  // The interleaved schedule's exchanges post receives ahead of their pass (Megatron's batches):
+  //  - without overlap_p2p_comm, the exchange before a forward that a backward follows also posts
+  //    that backward's receive (send_forward_backward_recv_forward_backward,
+  //    megatron/schedules.py:473 at d898a899; megatron/core/pipeline_parallel/schedules.py:1076 at
+  //    baf94af3), so that two neighbours each wait for a send the other has a receive posted for;
+  //  - with it, each pass's exchange posts the receive of the next pass of its direction
+  //    (send_forward_recv_forward, send_backward_recv_backward: schedules.py:972, :1009 there).
+  const bool ahead = sc_.software.pipeline_send_wait && s.pp_schedule == PpSchedule::kInterleaved;
+  auto post_ahead = [&](size_t i) {
+    if (i >= order.size() || !receives(st, order[i].forward, order[i].chunk)) return;
+    const auto key = std::make_tuple(order[i].forward, order[i].chunk, order[i].microbatch);
+    if (!msg.posted.count(key)) msg.posted[key] = post_receive(st, order[i].forward, order[i].chunk, order[i].microbatch);
+  };
+  for (size_t i = 0; i < order.size(); ++i) {
+    const PipeOp& op = order[i];
+    if (ahead && !sc_.software.overlap_p2p_comm && op.forward && i + 1 < order.size() && !order[i + 1].forward) {
+      if (receives(st, true, op.chunk)) post_ahead(i);  // the forward's own receive first, in stream order
+      post_ahead(i + 1);
+    }
+    if (op.forward) forward(st, msg, op.chunk, op.microbatch);
+    else backward(st, msg, op.chunk, op.microbatch);
+    if (ahead && sc_.software.overlap_p2p_comm)
+      for (size_t j = i + 1; j < order.size(); ++j)
+        if (order[j].forward == op.forward) {
+          post_ahead(j);
+          break;
+        }
   }
+  // Sends still pending (the last exchange, or an interleaved schedule's last forward send with
+  // overlap_p2p_comm, whose handle Megatron-Core never waits) are waited for before the optimizer.
+  for (const PendingSend& p : msg.sends) st.program.free(p.buffer, Stream::kCompute);
   emit_optimizer(st);
   return std::move(st.program).finish();
 }

@@ -146,6 +146,8 @@ std::string scenario_canonical_text(const Scenario& s) {
     t.add("software.optimizer_state_dtype", to_string(sw.optimizer_state_dtype));
   if (sw.master_params != MasterParams::kFp32) t.add("software.master_params", to_string(sw.master_params));
   if (!sw.bucket_every_stage) t.add("software.bucket_every_stage", sw.bucket_every_stage);
+  if (sw.pipeline_send_wait) t.add("software.pipeline_send_wait", sw.pipeline_send_wait);
+  if (sw.overlap_p2p_comm) t.add("software.overlap_p2p_comm", sw.overlap_p2p_comm);
 
   t.add("seed", uint64_t{s.seed});
   return t.take();

@@ -163,6 +163,14 @@ NEMO_BF16_OPTIMIZER = {"Nemotron-340B"}
 # and nemotron/nemotron_22b.yaml:158 (the tp 1 rows have nothing to overlap).
 NEMO_TP_OVERLAP_OFF = {"GPT3-175B", "Nemotron-340B"}
 
+# The interleaved rows whose launcher configuration batches the pipeline exchange instead of
+# overlapping it: overlap_p2p_comm False, batch_p2p_comm True in nemotron/nemotron_340b.yaml:135-136
+# (NeMo-Framework-Launcher@8325688d8345a5513660f0f8390f0482a721c009); True / False in gpt3/175b.yaml:108-109,
+# gpt3/175b_fp8.yaml:159-160, llama/llama2_13b.yaml:137-138, llama/llama2_70b.yaml:140-141,
+# llama/llama3_70b.yaml:138-139, nemotron/nemotron_22b.yaml:138-139 (the preset's value). NeMo passes
+# them to Megatron-Core's ModelParallelConfig (megatron_base_model.py:1133-1136 at 8e3d65dc).
+NEMO_P2P_BATCHED = {"Nemotron-340B"}
+
 
 def nemo_sets(r):
     """The --set overrides of one NeMo row (a dict of the file's columns)."""
@@ -189,6 +197,7 @@ def nemo_sets(r):
             "software.preset=megatron-core-0.8",
             f"software.tp_comm_overlap={'true' if sp_mode == 'megatron' and r['model'] not in NEMO_TP_OVERLAP_OFF else 'false'}",
             "software.overlap_param_gather=true",
+            f"software.overlap_p2p_comm={'false' if r['model'] in NEMO_P2P_BATCHED else 'true'}",
             # Apex's DistributedFusedAdam under NeMo buckets every pipeline stage (one bucket per
             # Transformer layer, or per virtual stage with vp: NVIDIA/NeMo@8e3d65dcfe3504689bfc5b6e67d502780aacad41
             # nemo/collections/nlp/models/language_modeling/megatron_gpt_model.py:642-658), not

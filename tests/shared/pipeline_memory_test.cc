@@ -2,6 +2,11 @@
 // walk, on the tiny GPT (tests/shared/schedule_test_util.h: 4 layers, hidden 64, seq 32, micro-batch
 // 2, 4 micro-batches, fp32) split in two pipeline stages of two layers each.
 //
+// The derivations below up to OneFOneBMostOverEveryExecution are for a runtime whose compute goes
+// on while a send is in flight (software.pipeline_send_wait false: the sent buffer freed on the send
+// stream when the send completes); every preset waits for its sends (docs/software.md), derived in
+// the tests after them.
+//
 // The one buffer the two walks disagree on, derived by hand for 1F1B with 2 stages:
 //  - stage 0 runs F0 F1 B0 F2 B1 F3 B2 B3, stage 1 runs F0 B0 F1 B1 F2 B2 F3 B3;
 //  - stage 0's program-order peak comes after F1, when it allocates for B0 (the receive buffer of
@@ -29,11 +34,12 @@ namespace tandem {
 namespace {
 
 constexpr int64_t kActivationBytes = 2 * 32 * 64 * 4;  // micro_batch * seq * hidden * fp32
+constexpr const char* kNoSendWait = "software.pipeline_send_wait=false";
 
 int64_t program_order_peak(const Schedule& s, int rank) { return memory_profile(s.program(rank)).peak_device_bytes; }
 
 TEST(PipelineMemory, OneFOneBStageZeroHoldsOneSentActivationMore) {
-  Schedule s(testing::tiny({"cluster.gpus=2", "strategy.pp=2", "strategy.pp_schedule=1f1b"}));
+  Schedule s(testing::tiny({"cluster.gpus=2", "strategy.pp=2", "strategy.pp_schedule=1f1b", kNoSendWait}));
   const std::vector<MemoryProfile> prof = pipeline_memory_profiles(s, 0);
   ASSERT_EQ(prof.size(), 2u);
   EXPECT_EQ(prof[0].peak_device_bytes - program_order_peak(s, 0), kActivationBytes);
@@ -51,7 +57,7 @@ TEST(PipelineMemory, OneFOneBStageZeroHoldsOneSentActivationMore) {
 TEST(PipelineMemory, TensorParallelStagesWalkTheirOwnPipeline) {
   // tp 2 x pp 2 (1F1B is the default schedule): pipelines {0, 2} and {1, 3}; the tensor-parallel
   // all-reduces of a stage wait for no one outside the pipeline. Same derivation as above.
-  Schedule s(testing::tiny({"cluster.gpus=4", "strategy.tp=2", "strategy.pp=2"}));
+  Schedule s(testing::tiny({"cluster.gpus=4", "strategy.tp=2", "strategy.pp=2", kNoSendWait}));
   EXPECT_EQ(pipeline_ranks(s, 1), (std::vector<int>{1, 3}));
   for (int r = 0; r < 4; ++r) {
     const int64_t extra = s.grid().coord(r).pp == 0 ? kActivationBytes : 0;
@@ -91,7 +97,7 @@ TEST(PipelineMemory, WithoutAPipelineItIsTheProgramOrderWalk) {
 //    the activations that backward freed, and stage 1's peak is at its first backward, before any
 //    send: both ends are stage 1's program-order peak.
 TEST(PipelineMemory, GPipePeakRangeOverPaces) {
-  Schedule s(testing::tiny({"cluster.gpus=2", "strategy.pp=2", "strategy.pp_schedule=gpipe"}));
+  Schedule s(testing::tiny({"cluster.gpus=2", "strategy.pp=2", "strategy.pp_schedule=gpipe", kNoSendWait}));
   const PeakRange r0 = pipeline_peak_range(s, 0), r1 = pipeline_peak_range(s, 1);
   EXPECT_EQ(r0.least_bytes, program_order_peak(s, 0) + kActivationBytes);
   EXPECT_EQ(r0.most_bytes, program_order_peak(s, 0) + 4 * kActivationBytes);
@@ -116,7 +122,7 @@ TEST(PipelineMemory, GPipePeakRangeOverPaces) {
 //    backward send stream. At stage 1's peak in program order (the head's logits and their
 //    gradient at the start of B2, after F2), dx0 and dx1 can both be live: +2 activations.
 TEST(PipelineMemory, OneFOneBMostOverEveryExecution) {
-  Schedule s(testing::tiny({"cluster.gpus=2", "strategy.pp=2", "strategy.pp_schedule=1f1b"}));
+  Schedule s(testing::tiny({"cluster.gpus=2", "strategy.pp=2", "strategy.pp_schedule=1f1b", kNoSendWait}));
   EXPECT_EQ(pipeline_peak_range(s, 0).most_bytes, program_order_peak(s, 0) + 3 * kActivationBytes);
   EXPECT_EQ(pipeline_peak_range(s, 1).most_bytes, program_order_peak(s, 1) + 2 * kActivationBytes);
   // The planner's figure (roofline paces) lies in the range.
@@ -124,6 +130,35 @@ TEST(PipelineMemory, OneFOneBMostOverEveryExecution) {
     const PeakRange range = pipeline_peak_range(s, r);
     EXPECT_LE(range.least_bytes, memory_profile(s, r).peak_device_bytes) << "rank " << r;
     EXPECT_GE(range.most_bytes, memory_profile(s, r).peak_device_bytes) << "rank " << r;
+  }
+}
+
+// Waiting for the sends (software.pipeline_send_wait, every preset), derived by hand: a sent
+// buffer's Free is on the compute stream, after the send and after the next pass's receive is
+// posted, before that pass's first kernel (shared/step_generator.cc). Then
+//  - every Free of a rank is on a stream in the program-order memory walk (non-pipeline), and the
+//    only memory tasks on pipeline streams are the receive buffers' Allocs, each emitted right
+//    after the compute-stream task it waits for (nothing else is emitted between them on this
+//    tiny GPT: no tensor, data or ZeRO groups, no offload);
+//  - so in any execution a receive Alloc happens no earlier than the compute-stream task before
+//    it, hence after every memory task before it in program order; it may happen later (its
+//    stream busy with an earlier receive), which only lowers the bytes live. The Allocs and Frees
+//    done at any time are a prefix of the program-order walk less some receive Allocs: no
+//    execution peaks above the program-order walk, and an early receive (the peers ahead, or the
+//    planner's roofline paces: an Alloc at the end of the task it waits for, ties in program
+//    order) meets it. The planner's walk is the program-order one and the range is one point, on
+//    both stages, for 1F1B and GPipe alike (the GPipe stage 0 that held all four x_k above now
+//    frees each before its next forward).
+TEST(PipelineMemory, SendWaitWalksInProgramOrderAtEveryPace) {
+  for (const char* schedule : {"1f1b", "gpipe"}) {
+    Schedule s(testing::tiny({"cluster.gpus=2", "strategy.pp=2", std::string("strategy.pp_schedule=") + schedule,
+                              "software.pipeline_send_wait=true"}));
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(memory_profile(s, r).peak_device_bytes, program_order_peak(s, r)) << schedule << " rank " << r;
+      const PeakRange range = pipeline_peak_range(s, r);
+      EXPECT_EQ(range.least_bytes, program_order_peak(s, r)) << schedule << " rank " << r;
+      EXPECT_EQ(range.most_bytes, program_order_peak(s, r)) << schedule << " rank " << r;
+    }
   }
 }
 

@@ -13,6 +13,7 @@
 #include "shared/optimizer_bytes.h"
 #include "shared/param_layout.h"
 #include "shared/rank_grid.h"
+#include "shared/reference_executor.h"
 #include "shared/schedule.h"
 
 namespace tandem {
@@ -274,6 +275,94 @@ TEST(SoftwareSchedule, MegatronCoreBucketsOnlyTheFirstStage) {
   // The preset says false; the other presets keep every stage bucketed.
   EXPECT_FALSE(tiny({"software.preset=megatron-core-0.8"}).software.bucket_every_stage);
   EXPECT_TRUE(tiny({"software.preset=megatron-lm-2022"}).software.bucket_every_stage);
+}
+
+// software.pipeline_send_wait: the sender's compute stream waits for its pipeline send (Megatron's
+// batch_isend_irecv + req.wait(), DeepSpeed's synchronous broadcast). The tiny GPT in two 1F1B
+// stages on the reference executor: layer kernels cost 1 (forward) and 2 (backward), a pipeline
+// send or receive 0.5 from the moment both ends have reached it, everything else 0.
+//  - stage 1 posts the receive of x0 at once (no compute before it), so stage 0's send of x0 meets
+//    it when F0's last kernel has written x0, at end(F0), and ends at end(F0) + 0.5;
+//  - waiting: stage 0's F1 (embedding first, no receive) starts when that send has ended,
+//    end(F0) + 0.5; not waiting: at end(F0).
+//  - the program: each sent buffer's Free is on the compute stream when waiting (ordered after its
+//    send by the buffer), on the send stream otherwise; 4 forward sends (x0..x3) on stage 0 and
+//    dx0..dx3 on stage 1.
+TEST(SoftwareSchedule, PipelineSendWaitHoldsTheNextPass) {
+  auto cost = [](int, const Program&, const Task& t) -> double {
+    if (std::holds_alternative<SendRecv>(t.op)) return 0.5;
+    const Compute* c = std::get_if<Compute>(&t.op);
+    if (!c || c->layer < 0) return 0;
+    return c->phase == Phase::kForward ? 1.0 : 2.0;
+  };
+  for (const char* wait : {"true", "false"}) {
+    const Schedule s(tiny({"cluster.gpus=2", "strategy.pp=2", "strategy.pp_schedule=1f1b",
+                           std::string("software.pipeline_send_wait=") + wait}));
+    const bool waits = std::string(wait) == "true";
+    const ReferenceRun run = run_reference(s, cost);
+    const Program p0 = s.program(0);
+    double f0_end = 0, f1_start = 1e30;
+    for (TaskId id = 0; id < TaskId(p0.tasks.size()); ++id) {
+      const Compute* c = std::get_if<Compute>(&p0.tasks[id].op);
+      if (!c || c->phase != Phase::kForward || p0.tasks[id].stream != Stream::kCompute) continue;
+      if (c->microbatch == 0) f0_end = std::max(f0_end, run.times[0][id].end_s);
+      if (c->microbatch == 1) f1_start = std::min(f1_start, run.times[0][id].start_s);
+    }
+    EXPECT_GT(f0_end, 0) << wait;
+    EXPECT_DOUBLE_EQ(f1_start, f0_end + (waits ? 0.5 : 0.0)) << wait;
+    for (int rank = 0; rank < 2; ++rank) {
+      const Program p = s.program(rank);
+      std::vector<BufferId> sent;
+      for (const Task& t : p.tasks)
+        if (const SendRecv* m = std::get_if<SendRecv>(&t.op); m && m->is_send) sent.push_back(m->buffer);
+      EXPECT_EQ(sent.size(), 4u) << wait << " rank " << rank;
+      int on_compute = 0;
+      for (const Task& t : p.tasks)
+        if (const Free* f = std::get_if<Free>(&t.op))
+          for (BufferId b : sent) on_compute += f->buffer == b && t.stream == Stream::kCompute;
+      EXPECT_EQ(on_compute, waits ? 4 : 0) << wait << " rank " << rank;
+    }
+  }
+  // Interleaved, 4 stages x 2 chunks of one layer (8 layers), 4 micro-batches: stage s holds
+  // virtual stages s and s + 4. A middle stage sends 4 activations and 4 gradients from each chunk
+  // (16); stage 0 no gradient from virtual stage 0 (12), stage 3 no activation from virtual stage 7
+  // (12). Every sent buffer is waited for on the compute stream under both pairings (per direction
+  // with overlap_p2p_comm, per forward/backward pair without), and the run completes.
+  for (const char* overlap : {"true", "false"}) {
+    const Schedule s(tiny({"model.layers=8", "cluster.gpus=4", "strategy.pp=4", "strategy.pp_schedule=interleaved",
+                           "strategy.virtual_stages=2", "software.pipeline_send_wait=true",
+                           std::string("software.overlap_p2p_comm=") + overlap}));
+    EXPECT_NO_THROW(run_reference(s, cost)) << overlap;
+    // The shape of Korthikanti's 175B row (8 stages x 3 chunks, 64 micro-batches) runs too: without
+    // the receives posted ahead it deadlocked (checked on 74d2f6d).
+    const Schedule k(tiny({"model.layers=24", "cluster.gpus=8", "strategy.pp=8", "strategy.pp_schedule=interleaved",
+                           "strategy.virtual_stages=3", "strategy.global_batch=128", "software.pipeline_send_wait=true",
+                           std::string("software.overlap_p2p_comm=") + overlap}));
+    EXPECT_NO_THROW(run_reference(k, cost)) << overlap;
+    for (int rank = 0; rank < 4; ++rank) {
+      const int expected = rank == 0 || rank == 3 ? 12 : 16;
+      const Program p = s.program(rank);
+      int sends = 0, frees_on_compute = 0;
+      for (const Task& t : p.tasks) {
+        if (const SendRecv* m = std::get_if<SendRecv>(&t.op); m && m->is_send) ++sends;
+        if (const Free* f = std::get_if<Free>(&t.op); f && t.stream == Stream::kCompute)
+          for (const Task& u : p.tasks)
+            if (const SendRecv* m = std::get_if<SendRecv>(&u.op); m && m->is_send && m->buffer == f->buffer)
+              ++frees_on_compute;
+      }
+      EXPECT_EQ(sends, expected) << overlap << " rank " << rank;
+      EXPECT_EQ(frees_on_compute, expected) << overlap << " rank " << rank;
+    }
+  }
+  // Two stages with one exchange a pair: refused, as Megatron refuses it.
+  const std::string refused = error_of({"cluster.gpus=2", "strategy.pp=2", "strategy.pp_schedule=interleaved",
+                                        "strategy.virtual_stages=2", "software.preset=megatron-lm-2022"});
+  EXPECT_NE(refused.find("software.overlap_p2p_comm"), std::string::npos) << refused;
+  // Every preset waits (docs/software.md); Megatron-Core's interleaved waits per direction.
+  for (const char* preset : {"megatron-lm-2021", "megatron-lm-2022", "megatron-core-0.8", "deepspeed-megatron-2021"})
+    EXPECT_TRUE(tiny({std::string("software.preset=") + preset}).software.pipeline_send_wait) << preset;
+  EXPECT_TRUE(tiny({"software.preset=megatron-core-0.8"}).software.overlap_p2p_comm);
+  EXPECT_FALSE(tiny({"software.preset=megatron-lm-2022"}).software.overlap_p2p_comm);
 }
 
 TEST(SoftwareSchedule, OptimizerAllReducesOverTheModelParallelGroup) {

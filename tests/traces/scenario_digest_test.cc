@@ -123,6 +123,8 @@ std::vector<Mutation> software_mutations() {
        [](Scenario& s) { s.software.optimizer_state_dtype = OptimizerStateDType::kParam; }},
       {"software.master_params", [](Scenario& s) { s.software.master_params = MasterParams::kNone; }},
       {"software.bucket_every_stage", [](Scenario& s) { s.software.bucket_every_stage = !s.software.bucket_every_stage; }},
+      {"software.pipeline_send_wait", [](Scenario& s) { s.software.pipeline_send_wait = !s.software.pipeline_send_wait; }},
+      {"software.overlap_p2p_comm", [](Scenario& s) { s.software.overlap_p2p_comm = !s.software.overlap_p2p_comm; }},
   };
 }
 
