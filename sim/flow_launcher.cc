@@ -92,7 +92,7 @@ void FlowLauncher::launch(uint32_t op, double now) {
     o.cost = tune.cost;
     auto plan = std::make_shared<CollectivePlan>(plan_p2p(o.src, o.dst, double(o.bytes)));
     for (uint32_t lane = 1; lane < o.lanes; ++lane)
-      append_flows(*plan, plan_p2p(layout_.lane_rank(o.src, lane), layout_.lane_rank(o.dst, lane), double(o.bytes)));
+      append_flows(*plan, plan_p2p(layout_.lane_image(o.src, lane), layout_.lane_image(o.dst, lane), double(o.bytes)));
     if (layout_.lane_stride()) {
       o.quotient = lane_quotient(*plan, layout_, platform_);
       o.asymmetric = !o.quotient;

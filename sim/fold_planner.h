@@ -92,6 +92,17 @@ class FoldPlanner {
   // another unit's, or, inside one unit, lane m + d talks to lane m' + d, mod the fold).
   int lane_rank(int r, uint32_t lane) const { return member(unit_of(r), (lane_of(r) + int(lane)) % fold_); }
   bool same_unit(int a, int b) const { return unit_of(a) == unit_of(b); }
+  // `r` moved by the symmetry that takes its unit's lane 0 to lane `lane`: with grid folding the
+  // move of a = lane / tp replicas and b = lane % tp tp lanes, each modulo its own size (so a peer
+  // inside the unit stays in its tp block: tp_comm_overlap's ring, fold_planner_grid.cc); else
+  // lane_rank. Equal to lane_rank wherever r is a lane 0. (Added by hsearch, session 12.)
+  int lane_image(int r, uint32_t lane) const;
+  // The lane of the inverse move: lane_image(lane_image(r, l), lane_inverse(l)) == r.
+  uint32_t lane_inverse(uint32_t lane) const;
+  // Grid folding's test of a peer inside the unit (fold_planner_grid.cc): `peer_lane[l]` is the
+  // lane (d * tp + m) of lane l's peer; the tp move e (0 < e < tp) when lane 0's peer is lane e
+  // and every lane (d, m)'s is (d, m + e mod tp), else 0 (not a move: refused). (Added by hsearch.)
+  static int in_unit_peer_move(const std::vector<int>& peer_lane, int tp);
   // Flow quotient (grid folding with tp > 1, SimOptions::fold_flows; fold_planner_grid.cc): only
   // the flows of ranks whose tp coordinate is below quotient_stride() go to SimGrid; every other
   // flow is the image of one of them under a tp-lane move of the platform and ends with it.

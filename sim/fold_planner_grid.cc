@@ -23,7 +23,12 @@ namespace tandem::sim {
 //   symmetries above, the siblings partition the unit, and the state's collective launches every
 //   sibling's plan; or spanning units: then its members are lane 0 of their units and lane l's
 //   group is lane l of each member's unit (as tensor-parallel lanes);
-// - every p2p peer is lane 0 of another unit, and lane l's peer is lane l of that unit.
+// - every p2p peer is lane 0 of another unit, and lane l's peer is lane l of that unit; or a peer
+//   inside the unit (tp_comm_overlap's ring exchanges): lane 0's is tp lane e of replica 0, and
+//   lane (d, m)'s is (d, m + e mod tp), the image of lane 0's under the move that takes lane 0 to
+//   (d, m) (FoldPlanner::lane_image). Lane 0's receive from lane e then stands for lane -e's
+//   (tp - e's) receive from lane 0, the image of lane 0's n-th receive from e being lane -e's n-th
+//   receive from lane 0, which is what lane 0's n-th send to lane -e meets (NetOpMatcher).
 // Then lane l's flows are lane 0's moved by a symmetry of the platform, and max-min sharing gives
 // them the same rates (checked as it runs, as tensor-parallel folding is).
 int FoldPlanner::choose_grid_fold() {
@@ -98,7 +103,21 @@ int FoldPlanner::choose_grid_fold() {
     }
     for (int p_rep : u.peers) {
       const int p = b != rep ? schedule_.peer_for(b, p_rep) : p_rep;
-      if (p < 0 || p >= n || unit_of[p] == s || lane_of[p] != 0) return 1;
+      if (p < 0 || p >= n) return 1;
+      if (unit_of[p] == s) {
+        // A peer inside the unit (tp_comm_overlap's ring): lane 0's is tp lane e of its own
+        // replica, and lane (d, m)'s must be its image under the same move, (d, m + e mod tp).
+        std::vector<int> peer_lane(F);
+        for (int l = 0; l < F; ++l) {
+          const int r = member(s, l);
+          const int q = r != rep ? schedule_.peer_for(r, p_rep) : p_rep;
+          if (q < 0 || q >= n || unit_of[q] != s) return 1;
+          peer_lane[l] = lane_of[q];
+        }
+        if (in_unit_peer_move(peer_lane, T) == 0) return 1;
+        continue;
+      }
+      if (lane_of[p] != 0) return 1;
       for (int l = 1; l < F; ++l) {
         const int r = member(s, l);
         if ((r != rep ? schedule_.peer_for(r, p_rep) : p_rep) != member(unit_of[p], l)) return 1;
@@ -151,6 +170,27 @@ int FoldPlanner::choose_lane_quotient() {
     }
   }
   return s;
+}
+
+int FoldPlanner::in_unit_peer_move(const std::vector<int>& peer_lane, int tp) {
+  if (tp < 2 || peer_lane.empty() || peer_lane.size() % size_t(tp)) return 0;
+  const int e = peer_lane[0];
+  if (e <= 0 || e >= tp) return 0;
+  for (size_t l = 0; l < peer_lane.size(); ++l)
+    if (peer_lane[l] != int(l - l % tp + (l % tp + size_t(e)) % tp)) return 0;
+  return e;
+}
+
+int FoldPlanner::lane_image(int r, uint32_t lane) const {
+  if (!grid_) return lane_rank(r, lane);
+  const int l = lane_of(r), a = int(lane) / grid_tp_, b = int(lane) % grid_tp_;
+  return member(unit_of(r), ((l / grid_tp_ + a) % grid_dp_) * grid_tp_ + (l % grid_tp_ + b) % grid_tp_);
+}
+
+uint32_t FoldPlanner::lane_inverse(uint32_t lane) const {
+  if (!grid_) return uint32_t((fold_ - int(lane) % fold_) % fold_);
+  const int a = int(lane) / grid_tp_, b = int(lane) % grid_tp_;
+  return uint32_t(((grid_dp_ - a) % grid_dp_) * grid_tp_ + (grid_tp_ - b) % grid_tp_);
 }
 
 int FoldPlanner::move_of(int rank, bool tp_only) const {

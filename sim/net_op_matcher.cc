@@ -68,9 +68,10 @@ uint32_t NetOpMatcher::post_p2p(RankState& r, TaskId id, const SendRecv& s, doub
   int src = s.is_send ? r.rank : peer, dst = s.is_send ? peer : r.rank;
   if (layout_.fold() > 1 && layout_.same_unit(peer, r.rank) && !s.is_send) {
     // Folded, inside the unit (r.rank is lane 0): this state's receive from lane e stands for
-    // lane T - e's receive from lane 0, so it meets this state's own sends to lane T - e.
+    // the receive from lane 0 of lane e's inverse (T - e on a tp block), so it meets this state's
+    // own sends to that lane.
     src = r.rank;
-    dst = layout_.lane_rank(r.rank, uint32_t(layout_.fold() - layout_.lane_of(peer)));
+    dst = layout_.lane_image(r.rank, layout_.lane_inverse(uint32_t(layout_.lane_of(peer))));
   }
   auto& q = pairs_[(uint64_t(src) << 32) | uint32_t(dst)];
   if (!q) q = std::make_unique<PairQueue>();

@@ -16,6 +16,7 @@
 
 #include "shared/error.h"
 #include "shared/schedule.h"
+#include "sim/fold_planner.h"
 #include "sim/forked_call.h"
 #include "sim/sim_report.h"
 #include "sim/simulation.h"
@@ -158,6 +159,72 @@ TEST(ReplicaFolding, GridOnlyWhereExact) {
   // symmetry of the platform (its NICs): not folded (nor by tensor-parallel folding: the tp groups
   // share their node's NVLink ports with the data-parallel traffic).
   expect_same_outputs({"cluster.gpus=16", "strategy.tp=2", "strategy.global_batch=16"}, 1);
+}
+
+// Grid folding with peers inside the unit (session 12; fold_planner_grid.cc, docs/sim.md): with
+// tp_comm_overlap each tp lane m of a replica sends its userbuffers ring chunks to m + 1 and
+// receives them from m - 1 (mod tp): a tp move of lane 0's peers, so the unit folds whole. With tp
+// 4 the ring wraps inside each replica's tp block (lane (d, 3) sends to (d, 0), not to lane
+// (d + 1, 0), where a move of lane numbers mod dp x tp would take it). Besides expect_same_outputs
+// (JSON and trace byte-identical to the tensor-parallel fold or none; flows and collectives
+// equal), every rank's end, exposed communication and peak against every rank replayed, 1e-6.
+void expect_ring_grid(std::vector<std::string> sets, int fold, int fold_off) {
+  for (const char* s : {"strategy.sp_mode=megatron", "software.tp_comm_overlap=true"}) sets.push_back(s);
+  expect_same_outputs(sets, fold, fold_off);
+  Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
+  ASSERT_TRUE(s.scenario().software.tp_comm_overlap);
+  SimOptions on, unfolded;
+  unfolded.fold_tensor_parallel = unfolded.fold_data_parallel = false;
+  const SimResult a = simulate(s, on), u = simulate(s, unfolded);
+  EXPECT_EQ(a.fold, fold);
+  EXPECT_TRUE(a.fold_exact);
+  EXPECT_EQ(u.fold, 1);
+  EXPECT_EQ(a.flows, u.flows);
+  EXPECT_EQ(a.collectives, u.collectives);
+  const double tol = 1e-6 * u.iteration_time_s;
+  EXPECT_NEAR(a.iteration_time_s, u.iteration_time_s, tol);
+  ASSERT_EQ(a.ranks.size(), u.ranks.size());
+  for (size_t r = 0; r < a.ranks.size(); ++r) {
+    EXPECT_EQ(a.ranks[r].peak_device_bytes, u.ranks[r].peak_device_bytes) << r;
+    EXPECT_NEAR(a.ranks[r].end_s, u.ranks[r].end_s, tol) << r;
+    EXPECT_NEAR(a.ranks[r].exposed_comm_s, u.ranks[r].exposed_comm_s, tol) << r;
+  }
+}
+
+TEST(ReplicaFolding, GridFoldsTheUserbuffersRing) {
+  // dp 2 x tp 4 x pp 2 on nodes of 4 (a tp block per node, pipeline messages across the NICs): one
+  // state per stage of 8 ranks; without grid folding the tp blocks fold (4). Before session 12
+  // grid folding refused the ring's in-unit peers and the run took the tensor-parallel fold.
+  expect_ring_grid({"cluster.gpus=16", "cluster.gpus_per_node=4", "strategy.tp=4", "strategy.pp=2",
+                    "strategy.global_batch=16"},
+                   8, 4);
+  // dp 4 x tp 2 x pp 2 on nodes of 4 (two stages' tp blocks per node: pipeline messages on the tp
+  // blocks' NVLink ports, so tensor-parallel folding alone is refused), ZeRO 1: 8 ranks a state.
+  expect_ring_grid({"cluster.gpus=16", "cluster.gpus_per_node=4", "strategy.tp=2", "strategy.pp=2",
+                    "strategy.global_batch=32", "strategy.zero_stage=1"},
+                   8, 1);
+}
+
+TEST(ReplicaFolding, GridWithTheRingOnlyWhereExact) {
+  // tp 4 on nodes of 8 with pp 1: a replica is half a node, so no replica move maps the platform
+  // onto itself; the tp blocks' NVLink ports also carry the data-parallel traffic: nothing folds.
+  expect_ring_grid({"cluster.gpus=16", "strategy.tp=4", "strategy.global_batch=16"}, 1, 1);
+}
+
+// The in-unit peer test itself, on lane tables by hand (dp 2 x tp 4, lane d * 4 + m).
+TEST(ReplicaFolding, InUnitPeersMustBeTpMoves) {
+  EXPECT_EQ(FoldPlanner::in_unit_peer_move({1, 2, 3, 0, 5, 6, 7, 4}, 4), 1);  // send to m + 1
+  EXPECT_EQ(FoldPlanner::in_unit_peer_move({3, 0, 1, 2, 7, 4, 5, 6}, 4), 3);  // receive from m - 1
+  EXPECT_EQ(FoldPlanner::in_unit_peer_move({2, 3, 0, 1, 6, 7, 4, 5}, 4), 2);
+  // Lane numbers moved mod dp x tp: lane (0, 3) would talk to (1, 0), out of its tp block.
+  EXPECT_EQ(FoldPlanner::in_unit_peer_move({1, 2, 3, 4, 5, 6, 7, 0}, 4), 0);
+  // Pairs (m xor 1): lane 0's peer is lane 1 but lane 1's is lane 0, not 2: no move.
+  EXPECT_EQ(FoldPlanner::in_unit_peer_move({1, 0, 3, 2, 5, 4, 7, 6}, 4), 0);
+  // Another replica's lane (a replica move, not a tp move), and a rank's own lane.
+  EXPECT_EQ(FoldPlanner::in_unit_peer_move({4, 5, 6, 7, 0, 1, 2, 3}, 4), 0);
+  EXPECT_EQ(FoldPlanner::in_unit_peer_move({0, 1, 2, 3, 4, 5, 6, 7}, 4), 0);
+  // The replicas must agree: replica 1 sends to m + 2.
+  EXPECT_EQ(FoldPlanner::in_unit_peer_move({1, 2, 3, 0, 6, 7, 4, 5}, 4), 0);
 }
 
 // The flow quotient: with grid folding and tp > 1 only the flows of tp lane 0 (one GPU per NIC)
