@@ -88,17 +88,25 @@ void FlowLauncher::launch(uint32_t op, double now) {
     o.plan = entry.plan;
   } else if (o.kind == NetOp::kP2P) {
     if (o.bytes <= 0) return timers_.net_op_done(now, op);
-    const TunedCollective tune = tuner_.choose_p2p(o.src, o.dst, double(o.bytes));
-    o.cost = tune.cost;
-    auto plan = std::make_shared<CollectivePlan>(plan_p2p(o.src, o.dst, double(o.bytes)));
-    for (uint32_t lane = 1; lane < o.lanes; ++lane)
-      append_flows(*plan, plan_p2p(layout_.lane_image(o.src, lane), layout_.lane_image(o.dst, lane), double(o.bytes)));
-    if (layout_.lane_stride()) {
-      o.quotient = lane_quotient(*plan, layout_, platform_);
-      o.asymmetric = !o.quotient;
-      if (o.asymmetric && layout_.lane_moves(true) > 1) o.quotient = lane_quotient(*plan, layout_, platform_, true);
+    P2pEntry& entry = p2p_cache_[P2pKey{o.src, o.dst, o.bytes}];
+    if (!entry.plan) {
+      entry.cost = tuner_.choose_p2p(o.src, o.dst, double(o.bytes)).cost;
+      auto plan = std::make_shared<CollectivePlan>(plan_p2p(o.src, o.dst, double(o.bytes)));
+      for (uint32_t lane = 1; lane < o.lanes; ++lane)
+        append_flows(*plan, plan_p2p(layout_.lane_image(o.src, lane), layout_.lane_image(o.dst, lane), double(o.bytes)));
+      if (layout_.lane_stride()) {
+        entry.quotient = lane_quotient(*plan, layout_, platform_);
+        entry.asymmetric = !entry.quotient;
+        if (entry.asymmetric && layout_.lane_moves(true) > 1) entry.quotient = lane_quotient(*plan, layout_, platform_, true);
+      }
+      entry.plan = std::move(plan);
     }
-    o.plan = std::move(plan);
+    o.cost = entry.cost;
+    if (layout_.lane_stride()) {
+      o.quotient = entry.quotient;
+      o.asymmetric = entry.asymmetric;
+    }
+    o.plan = entry.plan;
   } else {
     if (o.bytes <= 0 || o.direction == CopyDirection::kD2D)
       return timers_.net_op_done(o.kind == NetOp::kHostMemory ? std::max(now, o.not_before_s) : now, op);

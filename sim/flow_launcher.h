@@ -107,6 +107,25 @@ class FlowLauncher {
                                    (uint64_t(k.bytes) * 0x9e3779b97f4a7c15ull));
     }
   };
+  // A message's tuning, plan (every lane's flows) and lane quotient, by (source, destination,
+  // bytes): the same for every message between the pair (computed once, as for collectives).
+  struct P2pKey {
+    int32_t src, dst;
+    int64_t bytes;
+    bool operator==(const P2pKey&) const = default;
+  };
+  struct P2pKeyHash {
+    size_t operator()(const P2pKey& k) const {
+      return std::hash<uint64_t>()((uint64_t(uint32_t(k.src)) << 32) ^ uint64_t(uint32_t(k.dst)) ^
+                                   (uint64_t(k.bytes) * 0x9e3779b97f4a7c15ull));
+    }
+  };
+  struct P2pEntry {
+    ProtocolCost cost;
+    std::shared_ptr<const CollectivePlan> plan;
+    std::shared_ptr<const LaneQuotientPlan> quotient;
+    bool asymmetric = false;
+  };
   struct CollectiveEntry {
     ProtocolCost cost;
     std::shared_ptr<const CollectivePlan> plan;  // folded lane groups: every lane's flows
@@ -125,6 +144,7 @@ class FlowLauncher {
   TimerQueue& timers_;
   SimResult& result_;
   std::unordered_map<CollectiveKey, CollectiveEntry, CollectiveKeyHash> collective_cache_;
+  std::unordered_map<P2pKey, P2pEntry, P2pKeyHash> p2p_cache_;
   // Flows in flight: the SimGrid activity, its op, and its slot in its lane (folded ops).
   std::vector<simgrid::s4u::CommPtr> active_;
   std::vector<uint32_t> active_op_;
