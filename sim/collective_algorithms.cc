@@ -102,6 +102,10 @@ int floor_log2(int x) {
 
 }  // namespace
 
+int ring_channels(const std::vector<int>& members, const FabricModel& fabric) {
+  return members.size() > 1 ? layout_of(members, fabric).channels : 1;
+}
+
 CollectivePlan plan_p2p(int src, int dst, double bytes) {
   CollectivePlan plan;
   plan.algorithm = Algorithm::kDirect;

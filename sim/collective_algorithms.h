@@ -50,6 +50,10 @@ struct FabricModel {
   double nvlink_latency_s = 0;
   double nic_latency_s = 0;
   bool nvls = false;  // NVSwitch with in-switch reduction (Hopper)
+  // What NCCL's tuning model (sim/nccl_tuner_model.h) reads of the machine: the GPUs' compute
+  // capability (70 Volta, 80 Ampere, 90 Hopper) and whether the host CPUs are AMD x86.
+  int compute_capability = 80;
+  bool cpu_amd = false;
 
   int node_of(int gpu) const { return gpu / gpus_per_node; }
   int nic_index(int gpu) const {
@@ -88,6 +92,10 @@ struct CollectivePlan {
 CollectivePlan plan_collective(CollectiveOp op, const std::vector<int>& members, int root, double bytes,
                                Algorithm algorithm, Granularity granularity, const FabricModel& fabric);
 CollectivePlan plan_p2p(int src, int dst, double bytes);
+
+// The channels of the ring plan_collective builds on `members`: across nodes with the same members
+// on each, the distinct NICs of a node's members (one ring per rail); otherwise 1.
+int ring_channels(const std::vector<int>& members, const FabricModel& fabric);
 
 // Per-protocol pricing of a plan (NCCL's protocols): flow bytes are divided by `efficiency`;
 // each hop costs the link latency plus `hop_s`; `base_s` is paid once per collective.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "sim/nccl_tuner_model.h"
+
 namespace tandem::sim {
 
 namespace {
@@ -56,6 +58,31 @@ TunedCollective NcclTuner::choose_p2p(int src, int dst, double bytes) {
   return best;
 }
 
+NcclModelShape NcclTuner::model_shape(const std::vector<int>& members, int n, int nodes) const {
+  NcclModelShape s;
+  s.ranks = n;
+  s.nodes = nodes;
+  s.compute_capability = fabric_.compute_capability;
+  s.cpu_amd = fabric_.cpu_amd;
+  // nChannels: across nodes, one channel per rail the ring crosses (NCCL's ring search on nodes
+  // with a NIC per GPU finds one channel per NIC: 8 x 24 GB/s on DGX A100, which it does not
+  // duplicate below 25 GB/s a channel, search.cc:970 at v2.18.3-1); inside one node, one per member (the
+  // channel count NCCL forces for NVLS, search.cc:836).
+  s.channels = nodes > 1 ? ring_channels(members, fabric_) : n;
+  // nChannels * bw: the bus bandwidth of the group's physical ring, i.e. its all-reduce phase
+  // plan timed with no latency and no protocol: busBw = 2(n-1)/n * B / time. NCCL's searches give
+  // the ring, the tree and NVLS the same per-GPU bandwidth on NVSwitch nodes with a NIC per GPU,
+  // so one figure serves every algorithm (docs/sim.md, "Tuner").
+  FabricModel bare = fabric_;
+  bare.nvlink_latency_s = bare.nic_latency_s = 0;
+  constexpr double kBytes = 1e9;
+  const CollectivePlan ring =
+      plan_collective(CollectiveOp::kAllReduce, members, 0, kBytes, Algorithm::kRing, Granularity::kPhase, bare);
+  const double t = uncontended_time(ring, bare, ProtocolCost{});
+  s.bus_bw_gbs = t > 0 ? 2.0 * (n - 1) / n * kBytes / t / 1e9 : 0;
+  return s;
+}
+
 TunedCollective NcclTuner::choose(CollectiveOp op, const std::vector<int>& members, double bytes) {
   std::set<int> nodes;
   for (int g : members) nodes.insert(fabric_.node_of(g));
@@ -89,15 +116,40 @@ TunedCollective NcclTuner::choose(CollectiveOp op, const std::vector<int>& membe
   if (force_protocol_) protos = {*force_protocol_};
 
   TunedCollective best;
-  double best_t = -1;
-  for (Algorithm a : algos) {
-    const CollectivePlan plan = plan_collective(op, members, 0, bytes, a, Granularity::kPhase, fabric_);
-    for (Protocol p : protos) {
-      if (a == Algorithm::kNvls && p != Protocol::kSimple) continue;
-      ProtocolCost c = cost_of(a, p);
-      if (a == Algorithm::kNvls) c.efficiency = kNvlsEfficiency, c.base_s = kNvlsBaseLatUs * 1e-6;
-      const double t = uncontended_time(plan, fabric_, c);
-      if (best_t < 0 || t < best_t) best_t = t, best = {a, p, c};
+  auto timing_cost = [&](Algorithm a, Protocol p) {
+    ProtocolCost c = cost_of(a, p);
+    if (a == Algorithm::kNvls && !ideal_) c.efficiency = kNvlsEfficiency, c.base_s = kNvlsBaseLatUs * 1e-6;
+    return c;
+  };
+  if (!ideal_ && op != CollectiveOp::kAllToAll) {
+    // NCCL's choice from NCCL's model (sim/nccl_tuner_model.h), in NCCL's order (tree, ring,
+    // NVLS: enqueue.cc:1165-1179 at v2.18.3-1), the first of equal times kept.
+    const NcclModelShape shape = model_shape(members, n, N);
+    std::vector<Algorithm> order;
+    for (Algorithm a : {Algorithm::kTree, Algorithm::kRing, Algorithm::kChain, Algorithm::kNvls})
+      if (std::find(algos.begin(), algos.end(), a) != algos.end()) order.push_back(a);
+    double best_t = -1;
+    bool any = false;
+    for (Algorithm a : order) {
+      for (Protocol p : protos) {
+        if (a == Algorithm::kNvls && p != Protocol::kSimple) continue;
+        const double t = nccl_model_time_us(op, a, p, shape, bytes);
+        if (!any) best = {a, p, timing_cost(a, p)}, any = true;  // a forced pair NCCL's model disables
+        if (t >= 0 && (best_t < 0 || t < best_t)) best_t = t, best = {a, p, timing_cost(a, p)};
+      }
+    }
+  } else {
+    // `ideal` (and all-to-all, which NCCL runs as send/receive pairs outside tuning.cc): the
+    // cheapest phase plan, uncontended.
+    double best_t = -1;
+    for (Algorithm a : algos) {
+      const CollectivePlan plan = plan_collective(op, members, 0, bytes, a, Granularity::kPhase, fabric_);
+      for (Protocol p : protos) {
+        if (a == Algorithm::kNvls && p != Protocol::kSimple) continue;
+        const ProtocolCost c = timing_cost(a, p);
+        const double t = uncontended_time(plan, fabric_, c);
+        if (best_t < 0 || t < best_t) best_t = t, best = {a, p, c};
+      }
     }
   }
   cache_.emplace(key, best);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sim/collective_algorithms.h"
+#include "sim/nccl_tuner_model.h"
 
 namespace tandem::sim {
 
@@ -35,6 +36,8 @@ class NcclTuner {
   ProtocolCost cost_of(Algorithm a, Protocol p) const;
 
  private:
+  NcclModelShape model_shape(const std::vector<int>& members, int n, int nodes) const;
+
   FabricModel fabric_;
   bool ideal_;
   std::optional<Algorithm> force_algorithm_;

@@ -264,12 +264,18 @@ TEST(FlowQuotient, NotTakenWhereFlowsJoinTpLanes) {
 // The flow quotient under tensor-parallel folding (session 8): tiny-gpt tp 2 x pp 4 on nodes of 2,
 // no data parallelism (grid folding is not taken): units are tp groups (closed-form on their node),
 // pipeline messages cross the NICs lane by lane. With the quotient SimGrid moves half the flows
-// (tp lane 0's), and the JSON (but `simulator`) and the trace are byte-identical.
+// (tp lane 0's), and the JSON (but `simulator`) and the trace are byte-identical. The tree is
+// forced for the all-reduces across nodes (no data parallelism: the model-parallel ones): its
+// flows meet the pipeline messages on the NICs, so SimGrid moves flows at all. (The tuner that
+// priced plans physically took the tree here; NCCL 2.18's model takes the ring with LL/LL128 for
+// these small messages, whose flows then meet nothing and are all costed alone.)
 TEST(FlowQuotient, UnderTensorParallelFolding) {
   const std::vector<std::string> sets = {"cluster.gpus=8", "cluster.gpus_per_node=2", "strategy.tp=2",
                                          "strategy.pp=4", "strategy.global_batch=8"};
   Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
   SimOptions on, whole;
+  on.algorithm = Algorithm::kTree;
+  whole = on;
   whole.fold_flows = false;
   const Output a = run(s, on, "tpq_on"), w = run(s, whole, "tpq_whole");
   EXPECT_EQ(a.result.fold, 2);
@@ -345,14 +351,17 @@ TEST(LaneQuotient, OneFlowPerOrbitOfReplicaAndTpMoves) {
   expect_lane_quotient(lane_quotient_layout(2), Algorithm::kRing, 4);
 }
 
-// The tuner's choice: small all-reduces (the gradient norm's) take NCCL's double binary tree over
-// the 8 nodes, which no replica move maps onto itself. Such an op keeps every flow (of its tp
-// orbits: 1/2 of them) in SimGrid on links nothing else uses (else the run would be rerun, and
+// NCCL's double binary tree forced for the all-reduces (the tuner that priced plans physically took
+// it for the small ones, the gradient norm's; NCCL 2.18's model gives every all-reduce of this
+// layout the ring: the default run has the forced ring's flow count), which no replica move maps
+// onto itself. Such an op keeps every flow (of its tp orbits: 1/2 of them) in SimGrid on links nothing else uses (else the run would be rerun, and
 // `fold` would not be 8): still byte-identical, with fewer SimGrid flows than without. (With one
 // NIC per node a pipeline message meets the tree's flows: the lane quotient parts and the run is
 // redone grid-folded without it; ReplicaFolding.TreeAllReducePartsReplicasAndFoldsTpLanesOnly
 // covers reruns.)
-TEST(LaneQuotient, TreeOnItsOwnLinksStaysExact) { expect_lane_quotient(lane_quotient_layout(4), std::nullopt, 0); }
+TEST(LaneQuotient, TreeOnItsOwnLinksStaysExact) {
+  expect_lane_quotient(lane_quotient_layout(4), Algorithm::kTree, 0);
+}
 
 // Why lanes part (docs/sim.md): grid folding moves lane 0's timeline to every replica, which holds
 // only where the flows in flight look the same from every replica. A ring all-reduce over the
