@@ -57,6 +57,15 @@ struct SimOptions {
   // With grid folding and fold_flows: the lane quotient (docs/sim.md "Lane quotient"): of the
   // flows of all lanes of a unit only one per orbit of the replica and tp moves goes to SimGrid.
   bool fold_lanes = true;
+  // Where grid folding's replicas part (NCCL's double binary tree over them: docs/sim.md "Replica
+  // classes"), simulate() runs again with one state per pipeline stage and class of replicas that
+  // see the same flows (FoldPlanner::choose_class_fold) before folding the tp lanes alone.
+  bool fold_replica_classes = true;
+  // Set by simulate() for those reruns (not for callers): 0 none; 1 classes by the flows on each
+  // replica's own links (one round of refinement: exact where the run's check passes); kEquitable
+  // the coarsest equitable partition (provably exact, docs/sim.md "Replica classes").
+  static constexpr int kEquitable = 1 << 30;
+  int replica_class_rounds = 0;
   // The approximate tier (docs/sim.md "Approximate tier"): a folded run whose lanes part (an
   // asymmetric collective, NCCL's double binary tree over the replicas, met other traffic) is kept
   // instead of being run again less folded: each orbit of flows moves at its representative's

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -321,7 +322,10 @@ TEST(ReplicaFolding, TreeAllReducePartsReplicasAndFoldsTpLanesOnly) {
   ASSERT_EQ(replica0.size(), replica1.size());
   EXPECT_NE(replica0, replica1) << "the replicas do not part: the case does not reproduce the asymmetry";
   EXPECT_EQ(u.result.fold, 1);
-  EXPECT_EQ(a.result.fold, 2);  // tp lanes folded; before: 1 (every rank replayed)
+  // Replica classes (docs/sim.md "Replica classes"): replicas 0 and 2 (the two roots) are one class,
+  // replica 1 another (tests/sim/replica_classes_test.cc): the widest unit is 2 replicas x 2 tp
+  // lanes (before session 12: 2, the tp lanes alone; before session 8: 1, every rank replayed).
+  EXPECT_EQ(a.result.fold, 4);
   EXPECT_TRUE(a.result.fold_exact);
   // The flow quotient with tensor-parallel folding: tp lane 0's flows in SimGrid, half of them.
   EXPECT_EQ(a.result.flows, u.result.flows);
@@ -335,6 +339,45 @@ TEST(ReplicaFolding, TreeAllReducePartsReplicasAndFoldsTpLanesOnly) {
   const SimResult r = simulate(s, ring);
   EXPECT_EQ(r.fold, 6);
   EXPECT_TRUE(r.fold_exact);
+}
+
+// Replica classes (docs/sim.md "Replica classes"): with the tree forced on dp 3, 5, 6 and 7 (ragged
+// heaps, the mirror tree) x tp 2 x pp 4 on nodes of 2, the grid-folded run parts and is run again
+// with one state per stage and class of replicas: first the classes of the flows on each replica's
+// own links, then, if those part, the equitable classes (tests/sim/replica_classes_test.cc derives
+// both by hand). The outputs are those of every rank replayed: `--json` (but `simulator`) and the
+// trace byte for byte, every rank's end, compute, communication and peaks to 1e-6.
+// The widest unit: dp 3 {0,2} x 2 tp = 4; dp 5 {0,4} or {1,3}: 4; dp 6 {0,2,3,5} (one round and
+// equitable alike): 8; dp 7: 8 where the degree classes {1,2,4,5} hold, else 4 ({0,6} {1,5} {2,4}).
+TEST(ReplicaFolding, TreeReplicaClassesGiveTheUnfoldedOutputs) {
+  for (const auto& [dp, widest] : std::vector<std::pair<int, std::vector<int>>>{{3, {4}}, {5, {4}}, {6, {8}}, {7, {8, 4}}}) {
+    SCOPED_TRACE("dp " + std::to_string(dp));
+    const std::vector<std::string> sets = {"cluster.gpus=" + std::to_string(8 * dp), "cluster.gpus_per_node=2",
+                                           "strategy.tp=2", "strategy.pp=4",
+                                           "strategy.global_batch=" + std::to_string(8 * dp)};
+    Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
+    SimOptions tree;
+    tree.algorithm = Algorithm::kTree;
+    SimOptions unfolded = tree;
+    unfolded.fold_tensor_parallel = unfolded.fold_data_parallel = false;
+    const Output a = run(s, tree, "classes_" + std::to_string(dp)), u = run(s, unfolded, "classes_u" + std::to_string(dp));
+    EXPECT_EQ(u.result.fold, 1);
+    EXPECT_NE(std::find(widest.begin(), widest.end(), a.result.fold), widest.end()) << a.result.fold;
+    EXPECT_TRUE(a.result.fold_exact);
+    EXPECT_LT(a.result.events, u.result.events);
+    EXPECT_EQ(a.result.flows, u.result.flows);
+    EXPECT_EQ(a.json, u.json);
+    EXPECT_TRUE(a.trace == u.trace) << "traces differ";
+    const double tol = 1e-6 * u.result.iteration_time_s;
+    EXPECT_NEAR(a.result.iteration_time_s, u.result.iteration_time_s, tol);
+    ASSERT_EQ(a.result.ranks.size(), u.result.ranks.size());
+    for (size_t r = 0; r < a.result.ranks.size(); ++r) {
+      EXPECT_NEAR(a.result.ranks[r].end_s, u.result.ranks[r].end_s, tol) << r;
+      EXPECT_NEAR(a.result.ranks[r].compute_s, u.result.ranks[r].compute_s, tol) << r;
+      EXPECT_NEAR(a.result.ranks[r].exposed_comm_s, u.result.ranks[r].exposed_comm_s, tol) << r;
+      EXPECT_EQ(a.result.ranks[r].peak_device_bytes, u.result.ranks[r].peak_device_bytes) << r;
+    }
+  }
 }
 
 // In the calling process (SimOptions::isolate = false) a folded run that its own check finds not
