@@ -338,9 +338,6 @@ int FoldPlanner::choose_class_fold() {
   const std::vector<int> cls = equitable_classes(D, edges, options_.replica_class_rounds);
   const int C = D > 0 ? *std::max_element(cls.begin(), cls.end()) + 1 : 0;
   if (C <= 0) return 1;
-  // The equitable partition asked for after the one-round classes parted: where the two are the
-  // same it would part again; the tp lanes alone are next (choose_fold).
-  if (options_.replica_class_rounds > 1 && equitable_classes(D, edges, 1) == cls) return 1;
   // Units (s, c), unit s * C + c; lanes: the class's replicas ascending, then tp.
   std::vector<std::vector<int>> replicas(static_cast<size_t>(C));
   for (int d = 0; d < D; ++d) replicas[size_t(cls[size_t(d)])].push_back(d);

@@ -159,16 +159,12 @@ SimResult simulate(const Schedule& schedule, const SimOptions& options) {
     // and class of replicas that see the same flows, every lane's flows in SimGrid, checked lane by
     // lane. Where the classes are one (the replicas' shares happen to be equal), this is grid
     // folding without the lane quotient.
-    // First the classes of the flows on each replica's own links (few: the trees' roots, their
-    // one-child nodes, the rest), exact where the run's own check passes; if those part, the
-    // coarsest equitable partition (provably exact).
+    // The classes are the coarsest equitable partition (provably exact). Coarser classes, by the
+    // flows on each replica's own links alone (the trees' roots, their one-child nodes, the rest),
+    // part at 16,384 GPUs of GPT-3 t8 p16 and cost a run more: not tried (docs/sim.md).
     less.fold_lanes = false;
-    less.replica_class_rounds = 1;
+    less.replica_class_rounds = SimOptions::kEquitable;
     r = simulate_isolated(schedule, less);
-    if (!r.fold_exact && r.fold > std::max(1, grid.tp())) {
-      less.replica_class_rounds = SimOptions::kEquitable;
-      r = simulate_isolated(schedule, less);
-    }
   } else if (!r.fold_exact && r.lane_quotient_parted) {
     // Under the lane quotient, a collective that is not symmetric under a replica move met other
     // traffic (docs/sim.md "Lane quotient"): grid folding without it, every lane's flows in

@@ -61,9 +61,10 @@ struct SimOptions {
   // classes"), simulate() runs again with one state per pipeline stage and class of replicas that
   // see the same flows (FoldPlanner::choose_class_fold) before folding the tp lanes alone.
   bool fold_replica_classes = true;
-  // Set by simulate() for those reruns (not for callers): 0 none; 1 classes by the flows on each
-  // replica's own links (one round of refinement: exact where the run's check passes); kEquitable
-  // the coarsest equitable partition (provably exact, docs/sim.md "Replica classes").
+  // Set by simulate() for that rerun (not for callers): the rounds of refinement of the replica
+  // classes (sim/replica_classes.h); 0: no replica-class fold; kEquitable: the coarsest equitable
+  // partition (provably exact, docs/sim.md "Replica classes"); 1: by the flows on each replica's
+  // own links alone (exact only where the run's own check passes; not used by simulate()).
   static constexpr int kEquitable = 1 << 30;
   int replica_class_rounds = 0;
   // The approximate tier (docs/sim.md "Approximate tier"): a folded run whose lanes part (an

@@ -38,12 +38,17 @@ std::vector<ReplicaEdge> tree_edges(int n) {
 // N = 7: heap 1-0 2-0 3-1 4-1 5-2 6-2; mirror 5-6 4-6 3-5 2-5 1-4 0-4. Degrees 0:3 1:4 2:4 3:2
 //   4:4 5:4 6:3. Among the degree-4 nodes 1 and 5 see {3,2,4,4}, 2 and 4 see {3,3,4,4}: split;
 //   then 0 and 6 both see {1|5, 2|4, 2|4}: {0,6} {1,5} {2,4} {3}.
+// N = 8: heap 1-0 2-0 3-1 4-1 5-2 6-2 7-3; mirror 6-7 5-7 4-6 3-6 2-5 1-5 0-4. Degrees 0:3 1:4
+//   2:4 3:3 4:3 5:4 6:4 7:3. Degree-4 nodes: 1 and 6 see {3,3,3,4}, 2 and 5 {3,4,4,4}: split; then
+//   0 and 7 see {1|6, 2|5, 3} but 3 and 4 {1|6, 1|6, 3}: split; stable: the mirror pairs {0,7}
+//   {1,6} {2,5} {3,4}.
 TEST(ReplicaClasses, DoubleBinaryTreeByHand) {
+  EXPECT_EQ(equitable_classes(8, tree_edges(8)), (std::vector<int>{0, 1, 2, 3, 3, 2, 1, 0}));
   EXPECT_EQ(equitable_classes(3, tree_edges(3)), (std::vector<int>{0, 1, 0}));
   EXPECT_EQ(equitable_classes(5, tree_edges(5)), (std::vector<int>{0, 1, 2, 1, 0}));
   EXPECT_EQ(equitable_classes(6, tree_edges(6)), (std::vector<int>{0, 1, 0, 0, 1, 0}));
   EXPECT_EQ(equitable_classes(7, tree_edges(7)), (std::vector<int>{0, 1, 2, 3, 2, 1, 0}));
-  for (int n : {3, 5, 6, 7}) EXPECT_TRUE(is_equitable(equitable_classes(n, tree_edges(n)), tree_edges(n))) << n;
+  for (int n : {3, 5, 6, 7, 8}) EXPECT_TRUE(is_equitable(equitable_classes(n, tree_edges(n)), tree_edges(n))) << n;
 }
 
 // One round (the flows on each replica's own links): N = 7 by degree only, {0,6} {1,2,4,5} {3},
@@ -54,6 +59,10 @@ TEST(ReplicaClasses, OneRoundIsTheDegreesAndNotAlwaysEquitable) {
   EXPECT_EQ(seven, (std::vector<int>{0, 1, 1, 2, 1, 1, 0}));
   EXPECT_FALSE(is_equitable(seven, tree_edges(7)));
   EXPECT_EQ(equitable_classes(6, tree_edges(6), 1), equitable_classes(6, tree_edges(6)));
+  // N = 8 by degree: {0,3,4,7} {1,2,5,6} (ReplicaFolding.AMergedPairOfReplicaClassesParts runs it).
+  const std::vector<int> eight = equitable_classes(8, tree_edges(8), 1);
+  EXPECT_EQ(eight, (std::vector<int>{0, 1, 1, 0, 0, 1, 1, 0}));
+  EXPECT_FALSE(is_equitable(eight, tree_edges(8)));
 }
 
 // A wrong class assignment is caught: merging two classes of the equitable partition (N = 7: the
