@@ -159,7 +159,7 @@ struct SimResult {
   uint64_t calibrated_collectives = 0;  // took their measured time (SimOptions::calibration)
   uint64_t events = 0;
   int programs_generated = 0;
-  int fold = 1;             // ranks replayed per state (tensor-parallel or replica folding; 1: none)
+  int fold = 1;             // ranks replayed per state (tensor-parallel or replica folding; 1: none; replica classes: the widest unit)
   bool fold_exact = true;   // folded lanes' flows all ended together (else simulate() reruns unfolded)
   // Not exact because of the lane quotient: a collective whose flows are not whole orbits of the
   // lanes' moves met other traffic (simulate() reruns without the lane quotient first).
