@@ -57,7 +57,8 @@ void FlowLauncher::launch(uint32_t op, double now) {
   o.phase = 0;
   // Folded: everything but the unit's own tp group moves the data of every lane.
   // (Grid folding: a group inside the unit moves the data of each of its sibling groups.)
-  o.lanes = o.kind == NetOp::kCollective ? layout_.op_lanes(o.group) : uint32_t(layout_.fold());
+  // (Replica classes: units differ in size; a p2p joins units of one size, FoldPlanner.)
+  o.lanes = o.kind == NetOp::kCollective ? layout_.op_lanes(o.group) : uint32_t(layout_.lanes(layout_.unit_of(o.src)));
   if (o.kind == NetOp::kCollective) {
     result_.collectives += o.lanes;
     const Collective& c = *o.collective;

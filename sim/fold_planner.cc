@@ -2,7 +2,12 @@
 
 #include <algorithm>
 
+#include <set>
+#include <tuple>
+
 #include "shared/rank_grid.h"
+#include "sim/nccl_tuner.h"
+#include "sim/replica_classes.h"
 
 namespace tandem::sim {
 
@@ -51,17 +56,24 @@ LayoutFold FoldPlanner::layout_fold(const Schedule& schedule, const SimOptions& 
 }
 
 FoldPlanner::FoldPlanner(const Schedule& schedule, const SimOptions& options, const Platform& platform,
-                         const std::vector<std::shared_ptr<ProgramInfo>>& infos)
+                         const std::vector<std::shared_ptr<ProgramInfo>>& infos, NcclTuner* tuner,
+                         const FabricModel* fabric)
     : schedule_(schedule),
       options_(options),
       platform_(platform),
       shape_(FoldShape::of(platform)),
       allowed_(layout_fold(schedule, options, shape_)),
-      infos_(infos) {
+      infos_(infos),
+      tuner_(tuner),
+      fabric_(fabric) {
   scan_exclusive_groups();
-  fold_ = choose_grid_fold();
+  fold_ = choose_class_fold();
+  // simulate() asks for replica classes after a grid-folded run parted: not grid folding again.
+  if (fold_ == 1 && options_.replica_class_rounds <= 0) fold_ = choose_grid_fold();
   if (fold_ == 1) fold_ = choose_fold();
-  units_ = schedule_.world_size() / fold_;
+  if (grid_ && unit_begin_.empty())  // grid folding: units of fold_ lanes each
+    for (int u = 0; u <= schedule_.world_size() / fold_; ++u) unit_begin_.push_back(u * fold_);
+  units_ = grid_ ? int(unit_begin_.size()) - 1 : schedule_.world_size() / fold_;
   if (lane_groups_.empty()) lane_groups_.resize(schedule_.groups().size());
   count_parties();
   lane_stride_ = choose_lane_quotient();
@@ -70,7 +82,7 @@ FoldPlanner::FoldPlanner(const Schedule& schedule, const SimOptions& options, co
 
 std::vector<std::pair<int, int>> FoldPlanner::unit_nodes(int unit) const {
   std::vector<std::pair<int, int>> out;
-  for (int lane = 0; lane < fold_; ++lane) {
+  for (int lane = 0; lane < lanes(unit); ++lane) {
     const int node = platform_.node_of(member(unit, lane));
     auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == node; });
     if (it == out.end()) out.emplace_back(node, 1);
@@ -252,6 +264,184 @@ int FoldPlanner::choose_replica_fold() {
       if ((info->program.rank != r ? schedule_.group_for(r, g_rep) : g_rep) != g0) return 1;
   }
   return n;
+}
+
+// The replica-class fold (docs/sim.md "Replica classes"): where grid folding's replicas part
+// (SimOptions::replica_class_rounds, set by simulate() after a grid-folded run parted), one state per
+// (pipeline stage s, class c of replicas), its lanes the ranks (d, s, m) of the replicas d of c in
+// ascending order and every tp coordinate m: lane i * tp + m. The classes are the coarsest
+// equitable partition (sim/replica_classes.h) of the replicas under the flows of every collective
+// a stage runs on a group joining replicas, planned for every lane's group with the algorithm the
+// replay's tuner gives it: the ring over the replicas makes every class one (no class then), NCCL's
+// double binary tree splits them by their places in its two heap trees. Taken only where:
+// - grid folding's layout conditions hold (FoldPlanner::layout_fold: a replica on whole nodes, tp
+//   blocks inside nodes, NICs alike, private routes) and one class program serves every rank of a
+//   stage (as grid folding);
+// - every group a unit's state names is, for lane 0, inside the unit (a replica's tp group: each
+//   lane's group a sibling moved by a whole replica, the siblings partitioning the unit, as grid
+//   folding), inside its stage across the units (the data-parallel group: each lane's group a tp
+//   move of lane 0's; every unit of the stage names the same lane-0 group, so the units match it as
+//   parties and the last to post launches every sibling's plan, every replica's flows), or across
+//   stages with every member lane 0 of a unit of the same lane count and lane l's group lane l of
+//   each member's unit (as grid folding);
+// - every p2p peer is lane 0 of another unit of the same lane count, lane l's peer its lane l.
+// The lane quotient is not taken (its moves are whole replicas); the flow quotient (tp moves) is.
+// Every lane's flows go to SimGrid, and the replay checks that each lane's flows end with lane
+// 0's (a run whose lanes part is run again with the tp lanes alone folded).
+int FoldPlanner::choose_class_fold() {
+  if (!options_.fold_replica_classes || options_.replica_class_rounds <= 0 || !tuner_ || !fabric_) return 1;
+  if (allowed_.kind != LayoutFold::Kind::kGrid) return 1;  // FoldPlanner::layout_fold
+  const int n = schedule_.world_size();
+  const RankGrid& grid = schedule_.grid();
+  const int D = grid.dp(), P = grid.pp(), T = grid.tp();
+  if (grid.sp() != 1 || uint64_t(P) * uint64_t(T) >= (uint64_t(1) << 16)) return 1;  // add_plan_edges' labels
+  const auto& groups = schedule_.groups();
+  auto rank_of = [&](int d, int s, int m) { return grid.rank(RankCoord{d, s, m, 0}); };
+  // One class program for every rank of a stage (as grid folding).
+  for (int s = 0; s < P; ++s) {
+    const int b = rank_of(0, s, 0);
+    for (int r = 0; r < n; ++r)
+      if (grid.coord(r).pp == s &&
+          (infos_[r].get() != infos_[b].get() || schedule_.representative_of(r) != schedule_.representative_of(b)))
+        return 1;
+  }
+  // The flows that join replicas: every collective of a stage on a group with members in several
+  // replicas, for every lane's group, planned as the replay plans it (one plan per (group, op,
+  // root, bytes): the launcher's cache key).
+  std::vector<ReplicaEdge> edges;
+  std::set<std::tuple<GroupId, int, int, int64_t>> planned;
+  uint32_t plan_id = 0;
+  for (int s = 0; s < P; ++s) {
+    const ProgramInfo* info = infos_[rank_of(0, s, 0)].get();
+    const int rep = info->program.rank;
+    std::set<std::tuple<GroupId, int, int, int64_t>> ops;
+    for (const Task& t : info->program.tasks)
+      if (const auto* c = std::get_if<Collective>(&t.op)) ops.emplace(c->group, int(c->op), c->root, c->bytes);
+    for (const auto& [g_rep, op, root, bytes] : ops)
+      for (int d = 0; d < D; ++d)
+        for (int m = 0; m < T; ++m) {
+          const int r = rank_of(d, s, m);
+          const GroupId g = r != rep ? schedule_.group_for(r, g_rep) : g_rep;
+          if (g >= groups.size()) return 1;
+          const auto& members = groups[g].ranks;
+          bool across = false;
+          for (int x : members) across = across || x >= n || grid.coord(x).dp != grid.coord(members.front()).dp;
+          if (!across || members.size() <= 1 || bytes <= 0 || !planned.emplace(g, op, root, bytes).second) continue;
+          const CollectiveOp cop = CollectiveOp(op);
+          const TunedCollective tune = tuner_->choose(cop, members, double(bytes));
+          const CollectivePlan plan = plan_collective(cop, members, std::max(0, root), double(bytes), tune.algorithm,
+                                                      options_.granularity, *fabric_);
+          if (plan_id >= (1u << 16) || plan.phases.size() >= (1u << 16)) return 1;
+          add_plan_edges(plan, plan_id++, grid, edges);
+        }
+  }
+  const std::vector<int> cls = equitable_classes(D, edges, options_.replica_class_rounds);
+  const int C = D > 0 ? *std::max_element(cls.begin(), cls.end()) + 1 : 0;
+  if (C <= 0) return 1;
+  // Units (s, c), unit s * C + c; lanes: the class's replicas ascending, then tp.
+  std::vector<std::vector<int>> replicas(static_cast<size_t>(C));
+  for (int d = 0; d < D; ++d) replicas[size_t(cls[size_t(d)])].push_back(d);
+  std::vector<int> unit_of(n), lane_of(n), members, begin;
+  int widest = 0;
+  for (int s = 0; s < P; ++s)
+    for (int c = 0; c < C; ++c) {
+      begin.push_back(int(members.size()));
+      for (size_t i = 0; i < replicas[size_t(c)].size(); ++i)
+        for (int m = 0; m < T; ++m) {
+          const int r = rank_of(replicas[size_t(c)][i], s, m);
+          unit_of[r] = s * C + c;
+          lane_of[r] = int(i) * T + m;
+          members.push_back(r);
+        }
+      widest = std::max(widest, int(members.size()) - begin.back());
+    }
+  begin.push_back(int(members.size()));
+  auto lanes_of = [&](int u) { return begin[size_t(u) + 1] - begin[size_t(u)]; };
+  auto member = [&](int u, int l) { return members[size_t(begin[size_t(u)] + l)]; };
+  std::vector<std::vector<GroupId>> lanes(groups.size());
+  std::map<std::pair<int, GroupId>, GroupId> stage_group;  // (stage, group of the program) -> lane 0's
+  for (int u = 0; u < P * C; ++u) {
+    const int s = u / C, F = lanes_of(u), b = member(u, 0);
+    const ProgramInfo* info = infos_[b].get();
+    const int rep = info->program.rank;
+    const Usage& use = usage_[info];
+    for (const auto& entry : use.group_stream) {
+      const GroupId g_rep = entry.first;
+      std::vector<GroupId> gl(static_cast<size_t>(F));
+      for (int l = 0; l < F; ++l) {
+        const int r = member(u, l);
+        gl[size_t(l)] = r != rep ? schedule_.group_for(r, g_rep) : g_rep;
+        if (gl[size_t(l)] >= groups.size()) return 1;
+        const auto& m = groups[gl[size_t(l)]].ranks;
+        if (std::find(m.begin(), m.end(), r) == m.end()) return 1;
+      }
+      const GroupId g0 = gl[0];
+      const auto& r0 = groups[g0].ranks;
+      bool in_unit = true, in_stage = true;
+      for (int r : r0) {
+        in_unit = in_unit && r < n && unit_of[r] == u;
+        in_stage = in_stage && r < n && grid.coord(r).pp == s;
+      }
+      std::vector<GroupId> result;
+      if (in_stage) {
+        // Siblings in lane order of first appearance, each lane 0's group moved by a whole replica
+        // (inside the unit) or by tp lanes (a group of tp-0 ranks).
+        if (!in_unit) {
+          auto [it, fresh] = stage_group.emplace(std::make_pair(s, g_rep), g0);
+          if (!fresh && it->second != g0) return 1;
+        }
+        size_t covered = 0;
+        for (int l = 0; l < F; ++l) {
+          const GroupId g = gl[size_t(l)];
+          if (std::find(result.begin(), result.end(), g) != result.end()) continue;
+          const auto& rk = groups[g].ranks;
+          if (rk.size() != r0.size() || group_exclusive_[g] != group_exclusive_[g0]) return 1;
+          const int shift = rk.front() - r0.front();
+          if (g != g0 && shift == 0) return 1;
+          bool tp_shift = shift > 0 && shift < T;
+          for (size_t i = 0; i < r0.size(); ++i) {
+            if (rk[i] != r0[i] + shift || grid.coord(rk[i]).pp != s || (in_unit && unit_of[rk[i]] != u)) return 1;
+            tp_shift = tp_shift && grid.coord(r0[i]).tp == 0;
+          }
+          if (!(in_unit && shift % (P * T) == 0) && !tp_shift && shift != 0) return 1;
+          if (!in_unit && shift != 0 && !tp_shift) return 1;
+          covered += rk.size();
+          result.push_back(g);
+        }
+        if (in_unit && covered != size_t(F)) return 1;
+      } else {
+        for (int l = 0; l < F; ++l) {
+          const auto& rk = groups[gl[size_t(l)]].ranks;
+          if (rk.size() != r0.size() || group_exclusive_[gl[size_t(l)]] != group_exclusive_[g0]) return 1;
+          for (size_t i = 0; i < r0.size(); ++i)
+            if (r0[i] >= n || lane_of[r0[i]] != 0 || lanes_of(unit_of[r0[i]]) != F ||
+                rk[i] != member(unit_of[r0[i]], l))
+              return 1;
+        }
+        result = std::move(gl);
+      }
+      if (!lanes[g0].empty() && lanes[g0] != result) return 1;
+      lanes[g0] = std::move(result);
+    }
+    for (int p_rep : use.peers) {
+      const int p = b != rep ? schedule_.peer_for(b, p_rep) : p_rep;
+      if (p < 0 || p >= n || unit_of[p] == u || lane_of[p] != 0 || lanes_of(unit_of[p]) != F) return 1;
+      for (int l = 1; l < F; ++l) {
+        const int r = member(u, l);
+        if ((r != rep ? schedule_.peer_for(r, p_rep) : p_rep) != member(unit_of[p], l)) return 1;
+      }
+    }
+  }
+  lane_groups_ = std::move(lanes);
+  unit_of_ = std::move(unit_of);
+  lane_of_ = std::move(lane_of);
+  members_ = std::move(members);
+  unit_begin_ = std::move(begin);
+  grid_ = true;
+  grid_dp_ = D;
+  grid_tp_ = T;
+  class_count_ = C;
+  return widest;
 }
 
 void FoldPlanner::count_parties() {

@@ -17,11 +17,14 @@
 #include <vector>
 
 #include "shared/schedule.h"
+#include "sim/collective_algorithms.h"
 #include "sim/platform_builder.h"
 #include "sim/program_info.h"
 #include "sim/simulation.h"
 
 namespace tandem::sim {
+
+class NcclTuner;
 
 // The platform as the fold conditions read it: a built Platform's, or, for the estimates made
 // before any platform is built (sim/sim_memory_estimate.cc), the cluster's by the same rule
@@ -60,19 +63,29 @@ class FoldPlanner {
     return cluster.gpus_per_pcie_switch > 1 || cluster.host_memory_bandwidth_gbps > 0;
   }
 
-  // `infos`: every rank's program (shared within a class).
+  // `infos`: every rank's program (shared within a class). `tuner` and `fabric` (both or neither)
+  // let the replica-class fold (SimOptions::fold_replica_classes) plan the collectives that join
+  // replicas as the replay will.
   FoldPlanner(const Schedule& schedule, const SimOptions& options, const Platform& platform,
-              const std::vector<std::shared_ptr<ProgramInfo>>& infos);
+              const std::vector<std::shared_ptr<ProgramInfo>>& infos, NcclTuner* tuner = nullptr,
+              const FabricModel* fabric = nullptr);
 
-  int fold() const { return fold_; }  // ranks per replayed state (tp lanes, or all replicas); 1: none
+  // Ranks per replayed state (tp lanes, or all replicas); 1: none. With the replica-class fold,
+  // units differ in size (lanes()): the largest.
+  int fold() const { return fold_; }
   int units() const { return units_; }
+  // Lanes of one unit (ranks its state stands for): fold() but under the replica-class fold.
+  int lanes(int unit) const { return grid_ ? unit_begin_[size_t(unit) + 1] - unit_begin_[size_t(unit)] : fold_; }
+  // The replica-class fold (choose_class_fold) was taken: units are (stage, class of replicas).
+  bool replica_classes() const { return class_count_ > 0; }
+  int replica_class_count() const { return class_count_; }
   // A unit's lanes are ranks; lane 0 is the rank the state replays. Consecutive ranks (tp lanes,
   // pure data parallelism: unit u = ranks u*fold ..), or, with grid folding, every replica's tp
   // lanes of one pipeline stage (lane d*tp + m = rank (d, stage, m)).
   int unit_of(int rank) const { return grid_ ? unit_of_[rank] : rank / fold_; }
   int lane_of(int rank) const { return grid_ ? lane_of_[rank] : rank % fold_; }
   int lane0(int unit) const { return member(unit, 0); }
-  int member(int unit, int lane) const { return grid_ ? members_[size_t(unit) * fold_ + lane] : unit * fold_ + lane; }
+  int member(int unit, int lane) const { return grid_ ? members_[size_t(unit_begin_[size_t(unit)] + lane)] : unit * fold_ + lane; }
   // Lanes that are not consecutive ranks (grid folding): SimResult::lane0 and the trace use it.
   bool scattered() const { return grid_; }
   // The group's members are on one node and their NVLink ports carry nothing else: closed form.
@@ -90,7 +103,10 @@ class FoldPlanner {
   bool folded_lanes(GroupId g) const { return fold_ > 1 && !lane_groups_[g].empty(); }
   // Folded: rank `r` moved `lane` lanes on in its own unit (lane m of a unit talks to lane m of
   // another unit's, or, inside one unit, lane m + d talks to lane m' + d, mod the fold).
-  int lane_rank(int r, uint32_t lane) const { return member(unit_of(r), (lane_of(r) + int(lane)) % fold_); }
+  int lane_rank(int r, uint32_t lane) const {
+    const int u = unit_of(r);
+    return member(u, (lane_of(r) + int(lane)) % lanes(u));
+  }
   bool same_unit(int a, int b) const { return unit_of(a) == unit_of(b); }
   // `r` moved by the symmetry that takes its unit's lane 0 to lane `lane`: with grid folding the
   // move of a = lane / tp replicas and b = lane % tp tp lanes, each modulo its own size (so a peer
@@ -139,6 +155,7 @@ class FoldPlanner {
   int choose_fold();
   int choose_replica_fold();
   int choose_grid_fold();  // fold_planner_grid.cc
+  int choose_class_fold();
   int choose_flow_quotient();  // fold_planner_grid.cc
   int choose_lane_quotient();  // fold_planner_grid.cc
   void count_parties();
@@ -163,7 +180,11 @@ class FoldPlanner {
   int lane_stride_ = 0;                            // choose_lane_quotient
   int grid_dp_ = 1, grid_tp_ = 1;                  // grid folding: lane = d * grid_tp_ + m
   std::vector<int> tp_of_;                         // by rank, with the quotient: tp coordinate
-  std::vector<int> unit_of_, lane_of_, members_;  // by rank, by rank, by unit * fold + lane
+  std::vector<int> unit_of_, lane_of_, members_;  // by rank, by rank, by unit_begin_[unit] + lane
+  std::vector<int> unit_begin_;                    // grid folding: by unit, its lanes' start in members_; then the end
+  NcclTuner* tuner_ = nullptr;                     // the replica-class fold's plans
+  const FabricModel* fabric_ = nullptr;
+  int class_count_ = 0;                            // choose_class_fold: classes of replicas (0: not taken)
   std::vector<uint8_t> group_exclusive_;           // by group id
   std::vector<uint8_t> group_unit_private_;        // by group id: ports carry only the group and its p2p
   std::vector<uint32_t> group_parties_;            // by group id

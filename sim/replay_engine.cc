@@ -35,7 +35,7 @@ void ReplayEngine::prepare() {
       ++result_.programs_generated;
     }
   }
-  layout_.emplace(schedule_, options_, platform_, infos_);
+  layout_.emplace(schedule_, options_, platform_, infos_, &tuner_, &fabric_);
   fold_ = layout_->fold();
   result_.fold = fold_;
   memory_.emplace(schedule_, options_, platform_, result_);
@@ -88,11 +88,11 @@ void ReplayEngine::operator()() {
   }
   progress_.finish();
   result_.iteration_time_s = 0;
-  result_.ranks.resize(ranks_.size() * fold_);
+  result_.ranks.resize(size_t(schedule_.world_size()));
   for (RankState& r : ranks_) {
     r.account(std::max(r.last_t, r.stats.end_s));
     result_.iteration_time_s = std::max(result_.iteration_time_s, r.stats.end_s);
-    for (int m = 0; m < fold_; ++m) result_.ranks[layout_->member(r.unit, m)] = r.stats;
+    for (int m = 0; m < layout_->lanes(r.unit); ++m) result_.ranks[layout_->member(r.unit, m)] = r.stats;
   }
   if (result_.oom) result_.iteration_time_s = result_.oom_report.time_s;
 }

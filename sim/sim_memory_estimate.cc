@@ -8,6 +8,7 @@
 #include "sim/fold_planner.h"
 #include "sim/nccl_tuner.h"
 #include "sim/platform_builder.h"
+#include "sim/replica_classes.h"
 
 namespace tandem::sim {
 
@@ -85,33 +86,50 @@ SimWork count_sim_work(const Schedule& schedule, const SimOptions& options) {
   // Where NCCL's tuner (the simulator's, sim/nccl_tuner.h) picks the double binary tree for an
   // all-reduce across replicas under grid folding with pipeline stages, the tree (not symmetric
   // under a replica move) meets the pipeline messages on the NICs and the lanes part: the exact
-  // path runs again with the tp lanes alone (docs/sim.md "Why lanes part"), which is then what it
-  // costs. Without pipeline messages nothing else crosses the NICs and the fold holds, as the tests
-  // of the simulator show; --approximate keeps the folded run. Conservative: a tree that meets no
-  // pipeline message (a small all-reduce across replicas, at 8192 GPUs of GPT-3 t8 p16) leaves
-  // the fold whole, and the estimate then counts a rerun that does not happen; so does the default
-  // megatron-core-0.8 schedule of GPT-3 t8 p16 at 10k-16k GPUs, whose later stages reduce after
-  // their last backward (docs/sim.md "Speed at 64-16k GPUs").
+  // path runs again with one state per stage and class of replicas (docs/sim.md "Replica
+  // classes"; SimOptions::fold_replica_classes), else with the tp lanes alone ("Why lanes part"),
+  // which is then what it costs. Counted: the equitable classes of that tree's plan (the rerun
+  // tries the coarser one-round classes first, and other collectives joining replicas may refine
+  // the classes further). Without pipeline messages nothing else crosses the NICs and the fold
+  // holds, as the tests of the simulator show; --approximate keeps the folded run. Conservative: a
+  // tree that meets no pipeline message (a small all-reduce across replicas, at 8192 GPUs of GPT-3
+  // t8 p16) leaves the fold whole, and the estimate then counts a rerun that does not happen; so
+  // does the default megatron-core-0.8 schedule of GPT-3 t8 p16 at 10k-16k GPUs, whose later
+  // stages reduce after their last backward (docs/sim.md "Speed at 64-16k GPUs").
   const bool grid_fold = e.kind == LayoutFold::Kind::kGrid;
+  int replica_classes = 0;  // the replica-class fold's classes (0: not that fold)
   if (grid_fold && schedule.scenario().strategy.pp > 1 && !options.approximate) {
     const NetworkEfficiency eff = options.ideal_network ? NetworkEfficiency{1.0, 1.0, 1.0} : options.efficiency;
-    NcclTuner tuner(fabric_model(cl, eff, gpn, std::max(1, cl.nics_per_node)), options.ideal_network, options.algorithm,
-                    options.protocol);
+    const FabricModel fabric = fabric_model(cl, eff, gpn, std::max(1, cl.nics_per_node));
+    NcclTuner tuner(fabric, options.ideal_network, options.algorithm, options.protocol);
     for (const Spanning& sp : spanning) {
       const std::vector<int>& ranks = schedule.group(sp.group).ranks;
       bool across = false;  // members in other replicas
       for (int r : ranks) across = across || grid.coord(r).dp != grid.coord(ranks.front()).dp;
       if (sp.op != CollectiveOp::kAllReduce || !across) continue;
       if (tuner.choose(sp.op, schedule.group(sp.group).ranks, double(sp.bytes)).algorithm == Algorithm::kTree) {
-        SimOptions tp_only = options;  // simulate()'s rerun with the tp lanes alone folded
-        tp_only.fold_data_parallel = false;
-        e = FoldPlanner::layout_fold(schedule, tp_only, shape);
+        if (options.fold_replica_classes) {
+          std::vector<ReplicaEdge> edges;
+          add_plan_edges(plan_collective(sp.op, ranks, 0, double(sp.bytes), Algorithm::kTree, options.granularity, fabric),
+                         0, grid, edges);
+          const std::vector<int> cls = equitable_classes(grid.dp(), edges);
+          replica_classes = *std::max_element(cls.begin(), cls.end()) + 1;
+          e.lane_stride = 0;  // the rerun's fold takes the tp-only flow quotient, not the lane quotient
+        } else {
+          SimOptions tp_only = options;  // simulate()'s rerun with the tp lanes alone folded
+          tp_only.fold_data_parallel = false;
+          e = FoldPlanner::layout_fold(schedule, tp_only, shape);
+        }
         break;
       }
     }
   }
   w.fold = e.fold;
   w.units = w.world / w.fold;
+  if (replica_classes > 0) {  // units of unequal size: (stage, class); fold: the mean, rounded down
+    w.units = int64_t(grid.pp()) * replica_classes;
+    w.fold = int(std::max<int64_t>(1, w.world / w.units));
+  }
   for (const Spanning& sp : spanning) {
     const std::vector<int>& ranks = schedule.group(sp.group).ranks;
     // Folded, one state's collective launches the flows of every lane's group at once

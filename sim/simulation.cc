@@ -150,7 +150,22 @@ SimResult simulate(const Schedule& schedule, const SimOptions& options) {
   SimResult r = simulate_isolated(schedule, options);
   if (keep_approximate(r, options)) return r;
   SimOptions less = options;
-  if (!r.fold_exact && r.lane_quotient_parted) {
+  const RankGrid& grid = schedule.grid();
+  const bool grid_fold = options.fold_data_parallel && grid.dp() > 1 && (grid.tp() > 1 || grid.pp() > 1) &&
+                         r.fold > std::max(1, grid.tp());
+  if (!r.fold_exact && grid_fold && options.fold_replica_classes) {
+    // Grid folding's replicas parted (a collective not carried onto itself by a replica move met
+    // other traffic: NCCL's double binary tree, docs/sim.md "Replica classes"): one state per stage
+    // and class of replicas that see the same flows, every lane's flows in SimGrid, checked lane by
+    // lane. Where the classes are one (the replicas' shares happen to be equal), this is grid
+    // folding without the lane quotient.
+    // The classes are the coarsest equitable partition (provably exact). Coarser classes, by the
+    // flows on each replica's own links alone (the trees' roots, their one-child nodes, the rest),
+    // part at 16,384 GPUs of GPT-3 t8 p16 and cost a run more: not tried (docs/sim.md).
+    less.fold_lanes = false;
+    less.replica_class_rounds = SimOptions::kEquitable;
+    r = simulate_isolated(schedule, less);
+  } else if (!r.fold_exact && r.lane_quotient_parted) {
     // Under the lane quotient, a collective that is not symmetric under a replica move met other
     // traffic (docs/sim.md "Lane quotient"): grid folding without it, every lane's flows in
     // SimGrid, checked lane by lane (where the replicas' shares happen to be equal, it is exact).

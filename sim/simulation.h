@@ -57,6 +57,16 @@ struct SimOptions {
   // With grid folding and fold_flows: the lane quotient (docs/sim.md "Lane quotient"): of the
   // flows of all lanes of a unit only one per orbit of the replica and tp moves goes to SimGrid.
   bool fold_lanes = true;
+  // Where grid folding's replicas part (NCCL's double binary tree over them: docs/sim.md "Replica
+  // classes"), simulate() runs again with one state per pipeline stage and class of replicas that
+  // see the same flows (FoldPlanner::choose_class_fold) before folding the tp lanes alone.
+  bool fold_replica_classes = true;
+  // Set by simulate() for that rerun (not for callers): the rounds of refinement of the replica
+  // classes (sim/replica_classes.h); 0: no replica-class fold; kEquitable: the coarsest equitable
+  // partition (provably exact, docs/sim.md "Replica classes"); 1: by the flows on each replica's
+  // own links alone (exact only where the run's own check passes; not used by simulate()).
+  static constexpr int kEquitable = 1 << 30;
+  int replica_class_rounds = 0;
   // The approximate tier (docs/sim.md "Approximate tier"): a folded run whose lanes part (an
   // asymmetric collective, NCCL's double binary tree over the replicas, met other traffic) is kept
   // instead of being run again less folded: each orbit of flows moves at its representative's
@@ -149,7 +159,7 @@ struct SimResult {
   uint64_t calibrated_collectives = 0;  // took their measured time (SimOptions::calibration)
   uint64_t events = 0;
   int programs_generated = 0;
-  int fold = 1;             // ranks replayed per state (tensor-parallel or replica folding; 1: none)
+  int fold = 1;             // ranks replayed per state (tensor-parallel or replica folding; 1: none; replica classes: the widest unit)
   bool fold_exact = true;   // folded lanes' flows all ended together (else simulate() reruns unfolded)
   // Not exact because of the lane quotient: a collective whose flows are not whole orbits of the
   // lanes' moves met other traffic (simulate() reruns without the lane quotient first).

@@ -180,21 +180,32 @@ TEST(SimTimeEstimate, Durations) {
 // NCCL's double binary tree forced for its all-reduces (the tuner that priced plans physically
 // took it for the gradient all-reduce; NCCL 2.18's model, which the tuner now follows, gives the
 // large ones the ring): the tree meets the pipeline messages on the NICs and parts the lanes, so
-// the exact path runs with the tp lanes alone (8 ranks a state, 1280 states): the estimate counts
-// that run. With --approximate the folded run is kept (dp x tp = 640 ranks a state).
+// the exact path runs again with one state per stage and class of replicas (docs/sim.md "Replica
+// classes"): the estimate counts the equitable classes of the tree. The mirror j -> 79 - j swaps
+// the heap tree and its mirror, whose channels share each node's one NIC of the group, so it maps
+// the tree's flows onto themselves: the classes are at most the 40 mirror pairs, and refinement
+// separates every pair (as on 7 and 8 nodes, tests/sim/replica_classes_test.cc, where the ranks
+// alike by degree split): 16 stages x 40 = 640 states, 10,240 / 640 = 16 ranks a state on
+// average. Without the replica-class fold the tp lanes alone (8 ranks a state, 1280 states). With
+// --approximate the folded run is kept (dp x tp = 640 ranks a state).
 TEST(SimTimeEstimate, CountsTheRerunWhereTheTreePartsTheLanes) {
-  auto work = [](int gpus, bool approximate) {
+  auto work = [](int gpus, bool approximate, bool classes = true) {
     const Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/gpt3-175b-a100.textproto",
                                    {"cluster.gpus=" + std::to_string(gpus),
                                     "strategy.global_batch=" + std::to_string(gpus * 3 / 2)}));
     SimOptions o;
     o.approximate = approximate;
     o.algorithm = Algorithm::kTree;
+    o.fold_replica_classes = classes;
     return count_sim_work(s, o);
   };
   const SimWork tree = work(10240, false);
-  EXPECT_EQ(tree.fold, 8);
-  EXPECT_EQ(tree.units, 1280);
+  EXPECT_EQ(tree.units, 640);
+  EXPECT_EQ(tree.fold, 16);
+  EXPECT_EQ(tree.flow_quotient, 8);  // tp 8 on DGX nodes (a NIC a GPU): the tp-only flow quotient
+  const SimWork tp_only = work(10240, false, false);
+  EXPECT_EQ(tp_only.fold, 8);
+  EXPECT_EQ(tp_only.units, 1280);
   EXPECT_EQ(work(10240, true).fold, 80 * 8);
 }
 
