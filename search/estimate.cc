@@ -1,5 +1,7 @@
 #include "search/estimate.h"
 
+#include "search/offload_estimate.h"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -61,6 +63,7 @@ Estimate estimate(const Scenario& sc, const LayerCosts& c, CommCost& comm) {
   e.optimizer_s = updated * (c.optimizer_s_per_element + c.optimizer_copy_s_per_element) + c.optimizer_fixed_s;
   if (c.auto_grad_down_s_per_element > 0)
     e.offload_s = (micro - 1) * std::max(0.0, updated * c.auto_grad_down_s_per_element - stage_backward);
+  e.offload_s += auto_eviction_cost(sc, c.layer_stored_bytes, stage_forward, comm).exposed_s;  // search/offload_estimate.h
   if (group > 1) {
     const double grad_bytes = stage_params * dtype_bytes(sc.grad_dtype());
     const double bucket = std::max(1.0, s.bucket_mb * 1048576.0);

@@ -35,8 +35,8 @@
 //               at shared/host_copy_rate's per-direction rate) while the stage's backward runs:
 //               (m - 1) max(0, t_down - the stage's backward), t_down = the probe's gradient
 //               downloads per element x the elements this rank updates. The first micro-batch's
-//               download is in the optimizer's copies. Chunks the real point evicts (and so
-//               gathers before every pass) are not counted: the probe's one layer evicts none.
+//               download is in the optimizer's copies. Plus the chunks the whole stage evicts,
+//               per operator, which the probe's few layers do not: search/offload_estimate.h.
 //   iteration   T = T_p + exposed data-parallel time + optimizer + offload.
 #pragma once
 

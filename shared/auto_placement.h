@@ -49,17 +49,40 @@
 // may use 0.2 x HBM, and it fails (:205-209) if the chunks one operator needs exceed that even
 // with every other chunk evicted. The largest chunk gathered is that need here (an operator reads
 // parameters of one unit, and a unit lies in one chunk): planning fails above 0.2 x HBM.
+//
+// strategy.gpu_margin_mem_ratio > 0 (GeminiOptimizer._maybe_move_fp32_params, gemini_optimizer.py:
+// 313-343 at 4f9953be, run at the first step, after the warm-up's forward and backward): the margin
+// is the device's capacity less the warm-up's peak of all CUDA memory (ChunkMemStatsCollector.
+// cuda_margin_mem, memory_tracer/chunk_memstats_collector.py:33-36: colo_device_memory_capacity -
+// max_overall_cuda); ratio x margin / 4 bytes (HybridAdam's num_fp32_shards_per_param = 4:
+// weight, gradient, momentum, variance; nn/optimizer/hybrid_adam.py:61) may hold fp32 master
+// shards: walking the chunks in parameter (execution) order, a chunk whose fp32 shard
+// (chunk32.payload_mem, shard elements x 4 bytes) keeps the bytes taken so far strictly under that
+// budget moves to the device with its parameters and gradients, and Adam steps it there (HybridAdam
+// runs the fused GPU kernel for CUDA parameters); a chunk that does not fit is skipped and the walk
+// goes on. tandem takes the warm-up's peak as the peak of the plan made with every optimizer state
+// on the host (steps 1-3; the warm-up program's when nothing is evicted), marks the chosen chunks
+// (ChunkPlacement::device_optimizer: GradBucket::host_optimizer false, never evicted) and makes the
+// plan again from step 1, so that the per-operator eviction counts their states as the device
+// memory they take.
 #pragma once
 
 #include <functional>
 #include <vector>
 
+#include "shared/param_layout.h"
 #include "shared/schedule.h"
 
 namespace tandem {
 
 inline constexpr double kAutoDeviceCapRatio = 0.9;  // GeminiPlugin steady_cuda_cap_ratio
 inline constexpr double kAutoWarmupModelDataRatio = 1 - 0.8;  // 1 - warmup_non_model_data_ratio
+inline constexpr int kHybridAdamFp32ShardsPerParam = 4;  // HybridAdam.num_fp32_shards_per_param
+
+// GeminiOptimizer._maybe_move_fp32_params's choice: per chunk in execution order, whether its
+// optimizer states go to the device, given each chunk's fp32 shard bytes (0: a chunk that cannot
+// move, kept gathered) and the budget ratio x margin / 4.
+std::vector<bool> margin_chunks(const std::vector<int64_t>& fp32_shard_bytes, double budget_bytes);
 
 // What the per-operator eviction reads (made from the warm-up, step 1 above).
 struct AutoOperatorPlan {
@@ -89,22 +112,26 @@ struct AutoRecord {
 };
 
 struct AutoPlacement {
-  std::vector<bool> host;           // per chunk, in execution order: starts the iteration on the host
+  ChunkPlacement chunks;            // per chunk, in execution order: on the host, optimizer on the device
   AutoOperatorPlan plan;            // empty when the warm-up fits (nothing moves)
   std::vector<AutoMove> moves;      // rank 0's chunk moves per iteration
   int64_t peak_device_bytes = 0;    // of the program with this placement
   int64_t cap_bytes = 0;            // kAutoDeviceCapRatio * HBM
   int64_t warmup_peak_bytes = 0;    // every chunk on the device
+  // strategy.gpu_margin_mem_ratio > 0: HBM less the peak of the plan with every optimizer state on
+  // the host (Gemini's cuda_margin_mem), and the fp32 bytes ratio x margin / 4 may hold.
+  int64_t margin_bytes = 0;
+  double margin_budget_bytes = 0;
 };
 
-// `generate(host, plan, record)`: the program of the rank planned (one of identical ranks) with
-// chunks `host` starting on the host, evicting per operator by `plan` (none when null), writing
-// what it did into `record`; `chunks`: how many chunks the layout has; `largest_chunk_bytes`: the
-// largest chunk's parameters gathered (0 when the chunks are kept gathered: Gemini never evicts
-// those).
+// `generate(placement, plan, record)`: the program of the rank planned (one of identical ranks)
+// with the chunks placed by `placement`, evicting per operator by `plan` (none when null), writing
+// what it did into `record`; `fp32_shard_bytes`: per chunk in execution order, its fp32 master
+// shard (0 for a chunk kept gathered, which Gemini neither evicts nor moves); `largest_chunk_bytes`:
+// the largest chunk's parameters gathered (0 when the chunks are kept gathered).
 AutoPlacement plan_auto_placement(
-    const Scenario& scenario, int chunks, int64_t largest_chunk_bytes,
-    const std::function<Program(const std::vector<bool>& host, const AutoOperatorPlan* plan, AutoRecord* record)>&
+    const Scenario& scenario, const std::vector<int64_t>& fp32_shard_bytes, int64_t largest_chunk_bytes,
+    const std::function<Program(const ChunkPlacement& placement, const AutoOperatorPlan* plan, AutoRecord* record)>&
         generate);
 
 }  // namespace tandem

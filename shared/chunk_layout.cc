@@ -8,7 +8,7 @@ namespace tandem {
 
 bool uses_chunks(const StrategySpec& s) { return s.offload == Offload::kParams || s.offload == Offload::kAuto; }
 
-void pack_units_into_chunks(const Scenario& sc, ParamLayout& lay, const std::vector<bool>* host_chunks) {
+void pack_units_into_chunks(const Scenario& sc, ParamLayout& lay, const ChunkPlacement* placement) {
   const StrategySpec& st = sc.strategy;
   const int dp = st.dp * st.sp;  // sharded over the data and sequence ranks together
   std::vector<int64_t> sizes;
@@ -24,8 +24,12 @@ void pack_units_into_chunks(const Scenario& sc, ParamLayout& lay, const std::vec
   for (const PackedChunk& c : chunks) bytes.push_back(c.capacity * dtype_bytes(st.dtype));
   std::vector<bool> host(chunks.size(), false);
   if (st.offload == Offload::kParams && !found.keep_gathered) host = tandem::host_chunks(bytes, st.offload_fraction);
-  if (st.offload == Offload::kAuto && host_chunks)
-    for (size_t c = 0; c < host.size() && c < host_chunks->size(); ++c) host[c] = (*host_chunks)[c];
+  std::vector<bool> device_optimizer(chunks.size(), false);
+  if (st.offload == Offload::kAuto && placement) {
+    for (size_t c = 0; c < host.size() && c < placement->host.size(); ++c) host[c] = placement->host[c];
+    for (size_t c = 0; c < host.size() && c < placement->device_optimizer.size(); ++c)
+      device_optimizer[c] = placement->device_optimizer[c];
+  }
 
   lay.buckets.clear();
   lay.bucket_of_unit.assign(lay.units.size(), -1);
@@ -38,7 +42,7 @@ void pack_units_into_chunks(const Scenario& sc, ParamLayout& lay, const std::vec
     b.elements = pc.capacity;
     b.shard_elements = pc.capacity / dp;
     b.on_host = host[c];
-    b.host_optimizer = st.offload == Offload::kAuto && !found.keep_gathered;
+    b.host_optimizer = st.offload == Offload::kAuto && !found.keep_gathered && !device_optimizer[c];
     int64_t off = 0;
     for (int m : pc.members) lay.offset_of_unit[m] = off, off += sizes[m];
     for (size_t i = pc.members.size(); i-- > 0;) {

@@ -10,7 +10,9 @@
 // as Gemini's AutoPlacementPolicy.setup_grads_device sends the gradients of every chunk not kept
 // gathered to the CPU (placement_policy.py:224-234 at 4f9953be335e) and GeminiDDP._init_chunks
 // moves each fp32 master chunk to its gradients' device (gemini_ddp.py:865-874); the chunks the
-// placement evicts (shared/auto_placement.h) also keep their parameters there.
+// placement evicts (shared/auto_placement.h) also keep their parameters there; with
+// strategy.gpu_margin_mem_ratio > 0 the chunks the margin holds keep their optimizer states on the
+// device (GeminiOptimizer._maybe_move_fp32_params, gemini_optimizer.py:313-343).
 #pragma once
 
 #include "shared/param_layout.h"
@@ -19,9 +21,9 @@ namespace tandem {
 
 bool uses_chunks(const StrategySpec& strategy);
 // Replaces the layout's buckets by chunks.
-// host_chunks (offload auto, shared/auto_placement.h): the chunks on the host, in execution order
-// (chunks past its end stay on the device).
+// placement (offload auto, shared/auto_placement.h): the chunks on the host and those whose
+// optimizer states are on the device (strategy.gpu_margin_mem_ratio), in execution order.
 void pack_units_into_chunks(const Scenario& scenario, ParamLayout& layout,
-                            const std::vector<bool>* host_chunks = nullptr);
+                            const ChunkPlacement* placement = nullptr);
 
 }  // namespace tandem

@@ -406,13 +406,14 @@ void after_unit_backward(StepState& st, int unit, int mb) {
   const int k = st.layout.bucket_of_unit[unit];
   const GradBucket& gb = st.layout.buckets[k];
   if (unit != gb.units.back() || gb.deferred) return;
-  if (zero_stage(st) < 2 && !gb.host_optimizer &&
-      (mb != st.micro_batches - 1 || !st.scenario.software.grad_reduce_overlap))
-    return;
-  sync_bucket(st, k, mb);
+  if (!(zero_stage(st) < 2 && !gb.host_optimizer &&
+        (mb != st.micro_batches - 1 || !st.scenario.software.grad_reduce_overlap)))
+    sync_bucket(st, k, mb);
   // offload auto: the micro-batch's backward ends when its last gradients have left the device
   // (the last bucket is the first chunk, the last in the backward: offload auto has no pipeline).
-  if (gb.host_optimizer && k == st.bucket_count() - 1) free_grads_in_flight(st, 0);
+  // The last chunk may keep its optimizer on the device (strategy.gpu_margin_mem_ratio) while
+  // earlier ones' gradients are still in flight: they are freed here all the same.
+  if (k == st.bucket_count() - 1 && !st.grads_in_flight.empty()) free_grads_in_flight(st, 0);
 }
 
 namespace {

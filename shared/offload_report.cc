@@ -33,6 +33,14 @@ void print_offload_text(std::ostream& os, const Schedule& s, const PlanSummary& 
     os << "  chunks    " << lay.buckets.size() << " of " << lay.chunk_elements
        << " elements (Gemini's search), " << host << " on the host, " << lay.chunk_wasted_elements
        << " elements of padding (rank 0)\n";
+    if (sc.strategy.gpu_margin_mem_ratio > 0) {
+      // The chunks whose Adam m lives on the device (GeminiOptimizer._maybe_move_fp32_params).
+      int device = 0;
+      for (const Buffer& b : p.buffers) device += b.role == BufferRole::kOptimizer && b.placement == Placement::kDevice &&
+                                                  ends_with(b.name, ".adam_m");
+      os << "  margin    " << device << " chunks' optimizer states on the device (strategy.gpu_margin_mem_ratio "
+         << sc.strategy.gpu_margin_mem_ratio << "), Adam there\n";
+    }
   }
   for (const RankPlan& r : sum.ranks)
     os << "  rank " << r.rank << "    " << format_bytes(double(r.offload_bytes)) << " over PCIe per iteration (h2d "

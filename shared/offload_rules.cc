@@ -26,6 +26,15 @@ void check_offload_rules(const StrategySpec& s, const RuleFail& fail, const Rule
   if (s.offload != Offload::kParams && s.offload_fraction != 0)
     fail("strategy.offload_fraction", std::string("is read by offload params only, and offload is ") +
                                           to_string(s.offload) + see("strategy.offload"));
+  // Gemini's GeminiOptimizer asserts 0 <= gpu_margin_mem_ratio <= 1 (gemini_optimizer.py:185 at
+  // 4f9953be) and ignores it, with a warning, unless the placement is auto (:194-195).
+  if (!std::isfinite(s.gpu_margin_mem_ratio) || s.gpu_margin_mem_ratio < 0 || s.gpu_margin_mem_ratio > 1)
+    fail("strategy.gpu_margin_mem_ratio", "must be in [0, 1] (Gemini's GeminiOptimizer asserts it), got " +
+                                              num(s.gpu_margin_mem_ratio));
+  if (s.offload != Offload::kAuto && s.gpu_margin_mem_ratio != 0)
+    fail("strategy.gpu_margin_mem_ratio", std::string("is read by offload auto only (Gemini: meaningless unless the "
+                                                      "placement policy is auto), and offload is ") +
+                                              to_string(s.offload) + see("strategy.offload"));
   // 2^20 * 2^20 elements: far above any model, and no overflow when turned into elements.
   for (const auto& [path, v] : {std::pair<const char*, double>{"strategy.chunk_search_range_m", s.chunk_search_range_m},
                                 {"strategy.chunk_min_m", s.chunk_min_m}})

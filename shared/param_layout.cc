@@ -109,7 +109,7 @@ int64_t ParamLayout::elements() const {
   return n;
 }
 
-ParamLayout make_param_layout(const Scenario& sc, int stage, int ti, const std::vector<bool>* host_chunks) {
+ParamLayout make_param_layout(const Scenario& sc, int stage, int ti, const ChunkPlacement* chunks) {
   const ModelSpec& m = sc.model;
   const StrategySpec& st = sc.strategy;
   const int p = st.pp, v = st.virtual_stages;
@@ -143,7 +143,7 @@ ParamLayout make_param_layout(const Scenario& sc, int stage, int ti, const std::
     }
   }
   if (uses_chunks(st)) {
-    pack_units_into_chunks(sc, lay, host_chunks);
+    pack_units_into_chunks(sc, lay, chunks);
     return lay;
   }
   // Buckets in backward order, closing at the bucket size or a chunk boundary.

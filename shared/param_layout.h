@@ -69,8 +69,17 @@ struct ParamLayout {
   int64_t elements() const;             // unpadded, this rank
 };
 
-// host_chunks (offload auto): which chunks, in execution order, are on the host.
+// offload auto's placement of the Gemini chunks, each vector in execution order (chunks past its
+// end: false; shared/auto_placement.h).
+struct ChunkPlacement {
+  std::vector<bool> host;  // starts the iteration on the host (GradBucket::on_host)
+  // strategy.gpu_margin_mem_ratio: the optimizer states live on the device and Adam runs there
+  // (GradBucket::host_optimizer false), as GeminiOptimizer._maybe_move_fp32_params moves them.
+  std::vector<bool> device_optimizer;
+};
+
+// chunks (offload auto): where the chunks are.
 ParamLayout make_param_layout(const Scenario& scenario, int stage, int tp_index,
-                              const std::vector<bool>* host_chunks = nullptr);
+                              const ChunkPlacement* chunks = nullptr);
 
 }  // namespace tandem

@@ -125,6 +125,7 @@ struct StrategySpec {
   double offload_fraction = 0;        // offload params: host share of the parameter chunks
   double chunk_search_range_m = 32;   // Gemini's chunk search range, 2^20 elements
   double chunk_min_m = 32;            // Gemini's minimum chunk, 2^20 elements
+  double gpu_margin_mem_ratio = 0;    // offload auto: Gemini's share of the GPU margin for optimizer states
 
   int world_size() const { return dp * tp * pp * sp; }
   // Micro-batches each pipeline runs per iteration: global_batch / (dp * micro_batch).

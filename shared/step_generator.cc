@@ -49,8 +49,8 @@ class StepGenerator : public ProgramGenerator {
  public:
   StepGenerator(const Scenario& sc, const RankGrid& grid) : sc_(sc), grid_(grid) {}
   Program generate(int rank) const override;
-  // offload auto: the chunks on the host (shared/auto_placement.h).
-  void set_host_chunks(std::vector<bool> host) { host_ = std::move(host), auto_ = true; }
+  // offload auto: where the chunks are (shared/auto_placement.h).
+  void set_chunk_placement(ChunkPlacement placement) { placement_ = std::move(placement), auto_ = true; }
   // offload auto: the per-operator eviction (empty: none) and where to record it (planning only).
   void set_operator_plan(AutoOperatorPlan plan, AutoRecord* record = nullptr) {
     plan_ = std::move(plan), record_ = record;
@@ -74,7 +74,7 @@ class StepGenerator : public ProgramGenerator {
 
   const Scenario& sc_;
   const RankGrid& grid_;
-  std::vector<bool> host_;
+  ChunkPlacement placement_;
   bool auto_ = false;
   AutoOperatorPlan plan_;
   AutoRecord* record_ = nullptr;
@@ -202,7 +202,7 @@ void StepGenerator::backward(StepState& st, PipeMessages& msg, int chunk, int mb
 }
 
 Program StepGenerator::generate(int rank) const {
-  StepState st(sc_, grid_, rank, auto_ ? &host_ : nullptr);
+  StepState st(sc_, grid_, rank, auto_ ? &placement_ : nullptr);
   AutoRecord record;
   if (auto_) {
     st.auto_record = record_ != nullptr ? record_ : &record;
@@ -257,12 +257,15 @@ Program StepGenerator::generate(int rank) const {
 AutoPlacement plan_offload_auto(const Scenario& sc, const RankGrid& grid) {
   const ParamLayout layout = make_param_layout(sc, 0, 0);
   int64_t largest = 0;  // a chunk's parameters gathered; chunks kept gathered are never evicted
-  for (const GradBucket& b : layout.buckets)
-    if (b.host_optimizer) largest = std::max(largest, b.elements * dtype_bytes(sc.strategy.dtype));
-  return plan_auto_placement(sc, int(layout.buckets.size()), largest,
-                             [&](const std::vector<bool>& host, const AutoOperatorPlan* plan, AutoRecord* record) {
+  std::vector<int64_t> fp32_shard;  // per chunk in execution order (buckets are in backward order)
+  for (auto b = layout.buckets.rbegin(); b != layout.buckets.rend(); ++b) {
+    if (b->host_optimizer) largest = std::max(largest, b->elements * dtype_bytes(sc.strategy.dtype));
+    fp32_shard.push_back(b->host_optimizer ? b->shard_elements * 4 : 0);
+  }
+  return plan_auto_placement(sc, fp32_shard, largest,
+                             [&](const ChunkPlacement& placement, const AutoOperatorPlan* plan, AutoRecord* record) {
                                StepGenerator g(sc, grid);
-                               g.set_host_chunks(host);
+                               g.set_chunk_placement(placement);
                                g.set_operator_plan(plan != nullptr ? *plan : AutoOperatorPlan{}, record);
                                return g.generate(0);
                              });
@@ -273,7 +276,7 @@ std::unique_ptr<ProgramGenerator> make_step_generator(const Scenario& sc, const 
   auto gen = std::make_unique<StepGenerator>(sc, grid);
   if (sc.strategy.offload == Offload::kAuto) {
     AutoPlacement placement = plan_offload_auto(sc, grid);
-    gen->set_host_chunks(std::move(placement.host));
+    gen->set_chunk_placement(std::move(placement.chunks));
     gen->set_operator_plan(std::move(placement.plan));
   }
   return gen;

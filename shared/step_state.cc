@@ -72,7 +72,7 @@ std::string where(const char* what, int chunk, int mb) {
 
 }  // namespace
 
-StepState::StepState(const Scenario& sc, const RankGrid& g, int r, const std::vector<bool>* host_chunks)
+StepState::StepState(const Scenario& sc, const RankGrid& g, int r, const ChunkPlacement* chunks)
     : scenario(sc),
       grid(g),
       rank(r),
@@ -80,7 +80,7 @@ StepState::StepState(const Scenario& sc, const RankGrid& g, int r, const std::ve
       groups(sc, g),
       micro_batches(sc.strategy.micro_batches()),
       dims(make_dims(sc, coord.tp, coord.sp)),
-      layout(make_param_layout(sc, coord.pp, coord.tp, host_chunks)),
+      layout(make_param_layout(sc, coord.pp, coord.tp, chunks)),
       program(r),
       param_views_(layout.units.size()),
       grad_views_(layout.units.size()) {}

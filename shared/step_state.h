@@ -114,8 +114,8 @@ struct BucketBuffers {
 // check that every kept thing is taken back once, in the order the pipeline needs.
 class StepState {
  public:
-  // host_chunks: offload auto's placement of the Gemini chunks (shared/auto_placement.h).
-  StepState(const Scenario& scenario, const RankGrid& grid, int rank, const std::vector<bool>* host_chunks = nullptr);
+  // chunks: offload auto's placement of the Gemini chunks (shared/auto_placement.h).
+  StepState(const Scenario& scenario, const RankGrid& grid, int rank, const ChunkPlacement* chunks = nullptr);
 
   const Scenario& scenario;
   const RankGrid& grid;

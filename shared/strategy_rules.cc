@@ -58,6 +58,7 @@ StrategySpec Resolver::strategy(const ModelSpec& model, const ClusterSpec& clust
   spec.offload_fraction = p.offload_fraction();
   spec.chunk_search_range_m = p.chunk_search_range_m();
   spec.chunk_min_m = p.chunk_min_m();
+  spec.gpu_margin_mem_ratio = p.gpu_margin_mem_ratio();
 
   // Data parallelism: the rest of the GPUs.
   const int64_t model_parallel = int64_t{spec.tp} * spec.pp * spec.sp;

@@ -129,6 +129,7 @@ std::string scenario_canonical_text(const Scenario& s) {
   if (st.offload_fraction != 0) t.add("strategy.offload_fraction", st.offload_fraction);
   if (st.chunk_search_range_m != 32) t.add("strategy.chunk_search_range_m", st.chunk_search_range_m);
   if (st.chunk_min_m != 32) t.add("strategy.chunk_min_m", st.chunk_min_m);
+  if (st.gpu_margin_mem_ratio != 0) t.add("strategy.gpu_margin_mem_ratio", st.gpu_margin_mem_ratio);
 
   const SoftwareSpec& sw = s.software;
   t.add("software.grad_reduce_overlap", sw.grad_reduce_overlap);

@@ -7,6 +7,10 @@
                               then `tandem sim` of that size
   offload_table.py limit      OPT-13B as above with the HBM per GPU lowered (cluster.hbm_gib):
                               params at the smallest offload_fraction that fits against auto
+  offload_table.py seed       the seed's comparison (dynamic vs DeepSpeed's static policy, OPT-13B,
+                              8 A100s, ZeRO-3) at Colossal-AI's OPT tutorial settings: DeepSpeed's
+                              ZeRO-3 offload (optimizer; optimizer + parameters) against Gemini auto
+                              (gpu_margin_mem_ratio 0, and the tutorial's 0.8)
 
 Run from the repository root after building (build/bin/tandem-plan, build/bin/tandem-sim).
 Prints markdown rows; nothing here is fitted or tuned.
@@ -121,5 +125,40 @@ def limit():
         print(f"| {limit_gib} | {p_cell} | {as_['iteration_time_s']:.3f} | {a_off:.2f} | {ratio} |")
 
 
+# Colossal-AI's OPT tutorial (examples/tutorial/opt/opt at 4f9953be, files of 2022-11): run_clm.sh's
+# default 16 sequences per GPU and benchmark.sh's 13b on 8 GPUs; run_clm.py's block_size 1024 (OPT's
+# 2048 is over its 1024 cap), gradient checkpointing (full recompute), fp16 (initial_scale 2**14),
+# placement "auto"; colossalai_zero.py's gpu_margin_mem_ratio 0.8. One micro-batch per GPU.
+SEED_SETS = ["strategy.micro_batch=16", "model.seq_len=1024", "strategy.global_batch=128"]
+
+
+def seed():
+    sc = "scenarios/offload/opt-13b-auto.textproto"
+    policies = [
+        ("DeepSpeed ZeRO-3, offload_optimizer cpu (ZeRO-Offload)", ["strategy.offload=optimizer"]),
+        ("DeepSpeed ZeRO-3, offload_optimizer + offload_param cpu", ["strategy.offload=params", "strategy.offload_fraction=1"]),
+        ("Gemini auto, gpu_margin_mem_ratio 0 (GeminiPlugin default)", ["strategy.offload=auto"]),
+        ("Gemini auto, gpu_margin_mem_ratio 0.8 (the OPT tutorial)", ["strategy.offload=auto", "strategy.gpu_margin_mem_ratio=0.8"]),
+    ]
+    print("| policy | iteration (s) | tokens/s | model TFLOP/s per GPU | peak device (GiB) | host per rank (GiB) | PCIe per iteration per rank (GiB) |")
+    print("|---|---|---|---|---|---|---|")
+    times = []
+    for name, sets in policies:
+        p, perr = run(PLAN, sc, SEED_SETS + sets)
+        s, err = sim_row(sc, SEED_SETS + sets)
+        if s is None or p is None:
+            print(f"| {name} | {err or perr} |")
+            times.append(None)
+            continue
+        off = max(r["comm_bytes"]["offload"] for r in p["ranks"])
+        times.append(s["iteration_time_s"])
+        print(f"| {name} | {s['iteration_time_s']:.3f} | {s['tokens_per_s']:.0f} | {s['model_tflops_per_gpu']:.1f} | "
+              f"{s['peak_memory_bytes'] / GIB:.1f} | {p['peak_host_bytes'] / GIB:.1f} | {off / GIB:.2f} |")
+    ds = [t for t in times[:2] if t is not None]
+    gm = [t for t in times[2:] if t is not None]
+    if ds and gm:
+        print(f"\nDeepSpeed's best / Gemini's best: {min(ds) / min(gm):.3f}x")
+
+
 if __name__ == "__main__":
-    {"opt13b": opt13b, "largest": largest, "limit": limit}[sys.argv[1] if len(sys.argv) > 1 else "opt13b"]()
+    {"opt13b": opt13b, "largest": largest, "limit": limit, "seed": seed}[sys.argv[1] if len(sys.argv) > 1 else "opt13b"]()

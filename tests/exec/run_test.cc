@@ -132,6 +132,14 @@ const Strategy kStrategies[] = {
     {"dp2_zero3_offload_auto_hbm", "-n 2 --set strategy.zero_stage=3 --set strategy.offload=auto "
                                    "--set cluster.hbm_gib=0.003 --set strategy.chunk_min_m=0 "
                                    "--set strategy.chunk_search_range_m=0"},
+    // Gemini's gpu_margin_mem_ratio (tests/shared/offload_margin_test.cc): 2.5e-5 of the 80 GiB
+    // margin over 4 is 537 kB of fp32 shards: 2 of the 6 chunks (197 632 B each) on one rank, 5 of
+    // their halves over 2 ranks, keep their optimizer states and Adam on the device.
+    {"offload_auto_margin", "-n 1 --set strategy.offload=auto --set strategy.gpu_margin_mem_ratio=2.5e-5 "
+                            "--set strategy.chunk_min_m=0 --set strategy.chunk_search_range_m=0"},
+    {"dp2_zero3_offload_auto_margin", "-n 2 --set strategy.zero_stage=3 --set strategy.offload=auto "
+                                      "--set strategy.gpu_margin_mem_ratio=2.5e-5 --set strategy.chunk_min_m=0 "
+                                      "--set strategy.chunk_search_range_m=0"},
     // Per-operator eviction worked by hand (OffloadAuto.EvictsPerOperatorFurthestNextUseFirst,
     // tests/shared/offload_schedule_test.cc): the tiny GPT at hidden 256, one 8-token sequence,
     // full recompute, 0.0245 GiB: L0, L3 and the head's chunks move up and down during the step.

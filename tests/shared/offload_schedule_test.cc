@@ -337,7 +337,7 @@ TEST(OffloadAuto, EvictsPerOperatorFurthestNextUseFirst) {
   const AutoPlacement a = plan_offload_auto(sc, s.grid());
   EXPECT_EQ(a.cap_bytes, cap);
   // Chunks in execution order: embedding, L0, L1, L2, L3, head; B4 = L0, B1 = L3, B0 = head.
-  EXPECT_EQ(a.host, std::vector<bool>({false, true, false, false, true, true}));
+  EXPECT_EQ(a.chunks.host, std::vector<bool>({false, true, false, false, true, true}));
   const std::vector<std::tuple<int, int, bool>> want = {{0, 4, true},  {3, 1, true},  {4, 0, true}, {6, 4, false},
                                                         {7, 0, false}, {9, 1, false}, {9, 4, true}};
   ASSERT_EQ(a.moves.size(), want.size());

@@ -63,6 +63,14 @@ const Case kCases[] = {
     {"params_offload_dp2_zero3_bf16",
      {"cluster.gpus=2", "strategy.zero_stage=3", "strategy.offload=params", "strategy.offload_fraction=0.5",
       "strategy.chunk_min_m=0", "strategy.chunk_search_range_m=0", "strategy.dtype=bf16"}},
+    // Gemini auto with gpu_margin_mem_ratio (tests/shared/offload_margin_test.cc): 2 of 6 chunks'
+    // optimizer states on the device on one rank, 5 of 6 over dp 2 (the last chunk of the backward
+    // then keeps its state on the device while the first one's gradient is in flight).
+    {"auto_margin", {"strategy.offload=auto", "strategy.gpu_margin_mem_ratio=2.5e-5", "strategy.chunk_min_m=0",
+                     "strategy.chunk_search_range_m=0"}},
+    {"auto_margin_dp2_zero3",
+     {"cluster.gpus=2", "strategy.zero_stage=3", "strategy.offload=auto", "strategy.gpu_margin_mem_ratio=2.5e-5",
+      "strategy.chunk_min_m=0", "strategy.chunk_search_range_m=0"}},
     // Software presets (docs/software.md): gradient reduction after the backward, fp32 or fp16
     // gradients, the found-inf and gradient-norm all-reduces over tp, pp (and dp with ZeRO).
     {"lm2021_fp16_dp2_tp2_pp2",

@@ -112,5 +112,30 @@ TEST(OffloadSim, RanksOnOnePcieSwitchSlowEachOtherDown) {
   EXPECT_GT(a.iteration_time_s, b.iteration_time_s);
 }
 
+// strategy.gpu_margin_mem_ratio (docs/offload.md): the chunks the margin holds step Adam on the
+// GPU. The tiny GPT at 80 GiB (6 chunks of 49 408 fp32 elements) with the node's host memory at
+// 0.1 GB/s, so that the host Adam is slow: its bytes are 32 an element in fp32 (gradient 4, master,
+// m, v read and written 24, parameter 4: sim/host_adam_cost.h), 6 x 49 408 x 32 = 9 486 336 bytes,
+// at most 0.1 GB/s on the one rank of the node: at least 94.9 ms, after the backward (every Adam
+// waits for the gradient norm). Ratio 0: every chunk steps there, so the iteration takes at least
+// that. Ratio 1: the margin (80 GiB less a few MiB) / 4 holds all 6 chunks' fp32 shards
+// (tests/shared/offload_margin_test.cc), nothing steps on the host and nothing crosses PCIe: the
+// iteration is the device's work alone, under that bound (the whole tiny step at the A100's own
+// figures takes about 4 ms: AutoFits... above).
+TEST(OffloadSim, MarginChunksStepAdamOnTheDevice) {
+  const std::vector<std::string> sets = {"strategy.offload=auto", "cluster.host_memory_bandwidth_gbps=0.1"};
+  const double host_adam_s = 6.0 * 49408 * 32 / 0.1e9;
+  const Schedule r0 = tiny(sets, "80");
+  std::vector<std::string> all = sets;
+  all.push_back("strategy.gpu_margin_mem_ratio=1");
+  const Schedule r1 = tiny(all, "80");
+  EXPECT_EQ(copied_bytes(r1.program(0), CopyDirection::kH2D) + copied_bytes(r1.program(0), CopyDirection::kD2H), 0);
+  const SimResult s0 = simulate(r0), s1 = simulate(r1);
+  ASSERT_FALSE(s0.oom);
+  ASSERT_FALSE(s1.oom);
+  EXPECT_GE(s0.iteration_time_s, host_adam_s);
+  EXPECT_LT(s1.iteration_time_s, host_adam_s);
+}
+
 }  // namespace
 }  // namespace tandem::sim

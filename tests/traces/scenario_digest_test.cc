@@ -98,6 +98,7 @@ std::vector<Mutation> strategy_mutations() {
       {"strategy.offload_fraction", [](Scenario& s) { s.strategy.offload_fraction = 0.5; }},
       {"strategy.chunk_search_range_m", [](Scenario& s) { s.strategy.chunk_search_range_m = 0; }},
       {"strategy.chunk_min_m", [](Scenario& s) { s.strategy.chunk_min_m = 0; }},
+      {"strategy.gpu_margin_mem_ratio", [](Scenario& s) { s.strategy.gpu_margin_mem_ratio = 0.5; }},
   };
 }
 
