@@ -42,6 +42,9 @@ CalibrationTable CalibrationTable::load(const std::string& path) {
     const bool host = profile.backend() == "host";
     if (host) t.overhead_s_ = profile.task_overhead_s(), t.host_memory_ = HostMemoryModel(profile);
     if (host) t.blas_threads_per_rank_ = int(profile.blas_threads_per_rank()), t.cores_ = int(profile.cores());
+    t.host_profile_ = host;
+    for (const proto::CalibrationRun& r : profile.runs())
+      t.runs_.push_back({int(r.steps()), r.iteration_s(), r.relative_iqr()});
     std::vector<MeasuredKernel> measured;
     for (const proto::KernelTime& k : profile.kernels()) {
       std::array<int64_t, 6> dims{};

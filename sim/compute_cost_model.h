@@ -25,6 +25,7 @@
 #include "sim/host_compute_model.h"
 #include "sim/host_memory_model.h"
 #include "sim/kernel_curves.h"
+#include "sim/prediction_interval_calibrated.h"
 
 namespace tandem::sim {
 
@@ -62,8 +63,15 @@ class CalibrationTable {
   // saying so and that the prediction does not model it (its kernel times are those of threads
   // with a core each); "" otherwise, or when the profile does not record the placement.
   std::string shared_cores_note(int ranks) const;
+  // A profile of the host driver (backend "host"; false for a text table or another backend):
+  // its prediction interval comes from its own evidence (sim/prediction_interval_calibrated.h).
+  bool host_profile() const { return host_profile_; }
+  // The measured runs it was made from (CalibrationProfile.runs; empty in older profiles).
+  const std::vector<CalibrationRunSpread>& runs() const { return runs_; }
 
  private:
+  bool host_profile_ = false;
+  std::vector<CalibrationRunSpread> runs_;
   int blas_threads_per_rank_ = 0, cores_ = 0;
   HostMemoryModel host_memory_;
   HostComputeModel host_;

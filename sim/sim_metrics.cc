@@ -3,10 +3,11 @@
 #include <algorithm>
 
 #include "sim/prediction_interval.h"
+#include "sim/prediction_interval_calibrated.h"
 
 namespace tandem::sim {
 
-void finalize_metrics(SimResult& r, const Scenario& sc) {
+void finalize_metrics(SimResult& r, const Scenario& sc, const CalibrationTable* calibration) {
   const double t = r.iteration_time_s;
   double model = 0, hardware = 0;
   r.peak_memory_bytes = 0;
@@ -26,10 +27,23 @@ void finalize_metrics(SimResult& r, const Scenario& sc) {
     const double peak = sc.cluster.peak_tflops(sc.strategy.dtype);
     r.mfu = peak > 0 ? r.model_tflops_per_gpu / peak : 0;
   }
-  // The slowest rank's busy time by component is the path's mix (docs/sim.md "Prediction intervals").
-  const Interval iv = r.oom || r.ranks.empty()
-                          ? Interval{t, t}
-                          : prediction_interval(t, r.ranks[r.slowest_rank].component_s, ResidualTable::builtin());
+  // A host calibration profile on the host preset: every cost was measured on this machine, and
+  // the interval comes from the calibration's own evidence (sim/prediction_interval_calibrated.h).
+  // Otherwise the slowest rank's busy time by component is the path's mix for the GPU reference
+  // residuals (docs/sim.md "Prediction intervals").
+  Interval iv{t, t};
+  r.interval_evidence = IntervalEvidence::kReferenceResiduals;
+  r.interval_spread_half_width = -1;
+  r.interval_calibration_runs = 0;
+  if (calibration && calibration->host_profile() && sc.cluster.preset == "host") {
+    const CalibratedInterval c = calibrated_interval(t, calibration->runs(), HostBenchResiduals::builtin());
+    if (!r.oom) iv = c.interval;
+    r.interval_evidence = c.evidence;
+    r.interval_spread_half_width = c.spread_half_width;
+    r.interval_calibration_runs = int(calibration->runs().size());
+  } else if (!r.oom && !r.ranks.empty()) {
+    iv = prediction_interval(t, r.ranks[r.slowest_rank].component_s, ResidualTable::builtin());
+  }
   r.iteration_time_low_s = iv.low_s;
   r.iteration_time_high_s = iv.high_s;
 }

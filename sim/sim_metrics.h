@@ -5,13 +5,16 @@
 //   hardware TFLOP/s   = the same with recomputation
 //   MFU                = model TFLOP/s per GPU / the GPU's dense peak for the training dtype
 //   interval           = prediction_interval (sim/prediction_interval.h) of the iteration time,
-//                        from the slowest rank's busy time by component
+//                        from the slowest rank's busy time by component; with a host calibration
+//                        profile on the host preset, calibrated_interval
+//                        (sim/prediction_interval_calibrated.h) from the calibration's own evidence
 #pragma once
 
 #include "sim/simulation.h"
 
 namespace tandem::sim {
 
-void finalize_metrics(SimResult& result, const Scenario& scenario);
+// `calibration`: SimOptions::calibration (null: none).
+void finalize_metrics(SimResult& result, const Scenario& scenario, const CalibrationTable* calibration = nullptr);
 
 }  // namespace tandem::sim

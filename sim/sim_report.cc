@@ -8,6 +8,7 @@
 #include "shared/number_format.h"
 #include "shared/rank_grid.h"
 #include "sim/prediction_interval.h"
+#include "sim/prediction_interval_calibrated.h"
 
 namespace tandem::sim {
 
@@ -31,6 +32,24 @@ std::string approximation_note(const SimResult& r) {
          " s of simulated time in all (the error's bound, docs/sim.md \"Approximate tier\"); without --approximate "
          "the run is repeated less folded and is exact";
 }
+
+namespace {
+
+// What the interval line says it was made from (sim/prediction_interval_calibrated.h).
+std::string interval_evidence_text(const SimResult& r) {
+  if (r.interval_evidence == IntervalEvidence::kReferenceResiduals)
+    return "from each cost component's residuals on the reference data, docs/sim.md";
+  const HostBenchResiduals& bench = HostBenchResiduals::builtin();
+  std::string s = "evidence " + std::string(interval_evidence_name(r.interval_evidence)) + ": ";
+  if (r.interval_spread_half_width >= 0)
+    s += "the " + std::to_string(r.interval_calibration_runs) + " calibration run" +
+         (r.interval_calibration_runs == 1 ? "'s" : "s'") + " spread +-" +
+         format_number("%.1f", 100 * r.interval_spread_half_width) + " % and ";
+  return s + "the host twin bench's residuals (" + std::to_string(bench.rows) +
+         " rows, traces/calibration/host_twin_residuals.tsv), the wider per side";
+}
+
+}  // namespace
 
 void write_summary(std::ostream& out, const Schedule& schedule, const SimResult& r) {
   const Scenario& sc = schedule.scenario();
@@ -62,8 +81,8 @@ void write_summary(std::ostream& out, const Schedule& schedule, const SimResult&
   out << "iteration time         " << format_number("%.6f", t) << " s" << (r.approximate ? " (approximate)" : "") << "\n";
   out << "  " << format_number("%.0f", 100 * kIntervalCoverage) << " % interval         [" << format_number("%.6f", r.iteration_time_low_s)
       << ", " << format_number("%.6f", r.iteration_time_high_s) << "] s  (" << format_number("%+.1f", 100 * (r.iteration_time_low_s / t - 1))
-      << " %, " << format_number("%+.1f", 100 * (r.iteration_time_high_s / t - 1))
-      << " %; from each cost component's residuals on the reference data, docs/sim.md)\n";
+      << " %, " << format_number("%+.1f", 100 * (r.iteration_time_high_s / t - 1)) << " %; " << interval_evidence_text(r)
+      << ")\n";
   if (tokens) {
     out << "tokens/s               " << format_number("%.1f", r.tokens_per_s) << "\n";
     out << "model TFLOP/s per GPU  " << format_number("%.1f", r.model_tflops_per_gpu) << "  (hardware, with recompute: "
@@ -141,6 +160,19 @@ void write_json(std::ostream& out, const Schedule& schedule, const SimResult& r)
   // What the interval was made of: its coverage and the slowest rank's busy time by component.
   j.key("prediction_interval").begin_object();
   num("coverage", kIntervalCoverage);
+  // A host calibration's interval (sim/prediction_interval_calibrated.h) says what it was made
+  // from; the default (the GPU reference residuals) has no such key, as before.
+  if (r.interval_evidence != IntervalEvidence::kReferenceResiduals) {
+    j.key("evidence").string(interval_evidence_name(r.interval_evidence));
+    j.key("calibration_runs").integer(r.interval_calibration_runs);
+    if (r.interval_spread_half_width >= 0) num("calibration_spread_half_width", r.interval_spread_half_width);
+    const HostBenchResiduals& bench = HostBenchResiduals::builtin();
+    j.key("host_bench_residuals").begin_object().key("rows").integer(bench.rows);
+    num("q10", bench.q10);
+    num("q50", bench.q50);
+    num("q90", bench.q90);
+    j.end_object();
+  }
   j.key("busy_s").begin_object();
   const RankStats none{};
   const RankStats& slow = r.ranks.empty() ? none : r.ranks[r.slowest_rank];

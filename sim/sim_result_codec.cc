@@ -77,6 +77,9 @@ std::string encode_sim_result(const SimResult& r) {
   p.set_fold_broken(r.fold_broken);
   p.set_iteration_time_low_s(r.iteration_time_low_s);
   p.set_iteration_time_high_s(r.iteration_time_high_s);
+  p.set_interval_evidence(uint32_t(r.interval_evidence));
+  p.set_interval_spread_half_width(r.interval_spread_half_width);
+  p.set_interval_calibration_runs(r.interval_calibration_runs);
   return p.SerializeAsString();
 }
 
@@ -143,6 +146,12 @@ SimResult decode_sim_result(const std::string& bytes) {
   r.fold_broken = p.fold_broken();
   r.iteration_time_low_s = p.iteration_time_low_s();
   r.iteration_time_high_s = p.iteration_time_high_s();
+  if (p.interval_evidence() > uint32_t(IntervalEvidence::kCalibrationSpreadAndHostBench))
+    throw Error("sim: a result with interval evidence " + std::to_string(p.interval_evidence()) + " out of range",
+                ErrorKind::kInternal);
+  r.interval_evidence = IntervalEvidence(p.interval_evidence());
+  r.interval_spread_half_width = p.interval_spread_half_width();
+  r.interval_calibration_runs = p.interval_calibration_runs();
   return r;
 }
 

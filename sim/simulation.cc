@@ -108,7 +108,7 @@ SimResult run_here(const Schedule& schedule, const SimOptions& options) {
   });
   std::stable_sort(r.memory.begin(), r.memory.end(),
                    [](const MemorySample& a, const MemorySample& b) { return a.rank < b.rank; });
-  finalize_metrics(r, sc);  // before the trace, which carries the prediction interval
+  finalize_metrics(r, sc, options.calibration.get());  // before the trace, which carries the prediction interval
   // A folded run that was not exact is run again unfolded (simulate()), which writes the trace.
   // So is one the approximate tier keeps (SimOptions::approximate) with its trace.
   const bool kept = r.fold_exact || (options.approximate && !r.fold_broken && r.parted_meetings > 0);

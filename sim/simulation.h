@@ -150,6 +150,12 @@ struct SimResult {
   // The prediction interval of iteration_time_s (sim/prediction_interval.h; kIntervalCoverage),
   // from the slowest rank's component_s; [t, t] on out of memory.
   double iteration_time_low_s = 0, iteration_time_high_s = 0;
+  // What the interval was made from: the GPU reference residuals, or a host calibration's own
+  // evidence (sim/prediction_interval_calibrated.h; then its runs' spread half-width, negative
+  // when not used, and the number of calibration runs).
+  IntervalEvidence interval_evidence = IntervalEvidence::kReferenceResiduals;
+  double interval_spread_half_width = -1;
+  int interval_calibration_runs = 0;
 
   // What the simulator did.
   uint64_t flows = 0;

@@ -9,9 +9,16 @@ Every configuration uses at most as many ranks as this machine has cores.
   tests/bench/host_twin_error.py [--bin build/bin] [--steps 40] [--out DIR] [--only NAME,...] [--realtime [--rt-priority N]]
                                 [--calibration-runs N]
 
---calibration-runs N (default 1) measures the calibration configuration N times and calibrates on
-all of them (`tandem calibrate TRACE ... SCENARIO`), which prints each run's iteration and spread and
-the run-to-run spread: on this VM one configuration drifts by more than the targets between runs.
+--calibration-runs N (default 3) measures the calibration configuration N times and calibrates on
+all of them (`tandem calibrate TRACE ... SCENARIO`: a shape's time is the median over the runs of each
+run's mean), which prints each run's iteration and spread and the run-to-run spread: on this VM one
+configuration drifts by more than the targets between runs, and a single calibration run that
+caught a slow or noisy moment set every prediction of its profile (docs/exec.md, session 11 quiet
+runs).
+
+Each row also gives the prediction interval `tandem sim` printed (its 80 % band,
+sim/prediction_interval_calibrated.h) and whether the measured time fell inside; DIR/rows.json keeps
+every row (predicted, measured, interval, evidence, load) for tests/bench/fit_host_twin_residuals.py.
 
 --realtime runs every `tandem run` under `chrt -f 1` (SCHED_FIFO; needs root or CAP_SYS_NICE). On a
 machine shared with other jobs, `nice` does not give a measurement the CPU: with the kernel's
@@ -22,7 +29,7 @@ throttling (95 % of each second by default) lets the others in. Another session'
 of the same priority is not preempted: a rank on its core waits until it ends (a collective waits
 with it); --rt-priority 2 then runs the measurement above it.
 """
-import argparse, json, os, statistics, subprocess, sys, tempfile
+import argparse, json, os, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = os.path.join(ROOT, "scenarios", "tiny-gpt.textproto")
@@ -73,7 +80,7 @@ def predict(b, name, ranks, extra, profile, out):
     trace = os.path.join(out, name + ".predicted.trace")
     j = json.loads(sh([os.path.join(b, "tandem-sim"), TINY] + sets_of(ranks, extra) +
                       ["--calibration", profile, "--json", "--trace", trace]))
-    return j["iteration_time_s"], trace
+    return j, trace
 
 
 def per_task_median_error(b, predicted, measured, out):
@@ -100,7 +107,7 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--realtime", action="store_true", help="run the measurements under chrt -f 1")
     ap.add_argument("--rt-priority", type=int, default=1, help="the SCHED_FIFO priority of --realtime")
-    ap.add_argument("--calibration-runs", type=int, default=1, help="calibrate over this many runs")
+    ap.add_argument("--calibration-runs", type=int, default=3, help="calibrate over this many runs")
     a = ap.parse_args()
     if a.realtime:
         REALTIME[:] = ["chrt", "-f", str(a.rt_priority)]
@@ -108,48 +115,71 @@ def main():
     os.makedirs(out, exist_ok=True)
     cores = os.cpu_count() or 1
     name, ranks, extra = CALIBRATION
-    cal_traces = []
+    cal_traces, cal_runs = [], []
     for i in range(max(1, a.calibration_runs)):
         cal, cal_trace = run(a.bin, name + f"-calibration{i + 1 if i else ''}", ranks, extra, a.steps, out)
         cal_traces.append(cal_trace)
+        cal_runs.append(cal)
+    cal_ms = " / ".join(f"{c['iteration_time_s'] * 1e3:.2f}" for c in cal_runs)
+    cal_iqr = " / ".join(f"{100 * c['steady_state']['relative_iqr']:.1f}" for c in cal_runs)
     profile = os.path.join(out, "host-profile.pb")
     p = subprocess.run(REALTIME + [os.path.join(a.bin, "tandem-calibrate")] + cal_traces + [TINY] + sets_of(ranks, extra) +
                        ["-o", profile], capture_output=True, text=True, timeout=900)
     if p.returncode != 0:
         raise RuntimeError("tandem-calibrate: " + p.stderr.strip()[-800:])
     sys.stdout.write("".join(l + "\n" for l in p.stdout.splitlines()[1:]) + p.stderr)
-    print(f"calibrated on {name} ({ranks} ranks, {a.steps} steps): iteration {cal['iteration_time_s']*1e3:.2f} ms, "
-          f"steady-state IQR {100*cal['steady_state']['relative_iqr']:.1f} %; {cores} cores; placement "
+    print(f"calibrated on {name} ({ranks} ranks, {a.steps} steps, {len(cal_runs)} run(s)): iteration {cal_ms} ms, "
+          f"steady-state IQR {cal_iqr} %; {cores} cores; placement "
           f"{cal['placement']}; {f'SCHED_FIFO {a.rt_priority}' if a.realtime else 'default scheduling'}; load average "
           f"{os.getloadavg()[0]:.1f}")
     only = set(a.only.split(",")) if a.only else None
     rows = []
-    print(f"{'config':<15} {'ranks':>5} {'predicted':>11} {'measured':>11} {'error':>8} {'IQR':>6} {'task med':>9} {'load':>5}")
+    records = []
+    print(f"{'config':<15} {'ranks':>5} {'predicted':>11} {'measured':>11} {'error':>8} {'IQR':>6} {'task med':>9} "
+          f"{'80 % interval':>19} {'in':>3} {'load':>5}")
+    evidence = set()
     for name, ranks, extra in CONFIGS:
         if only and name not in only:
             continue
         if ranks > cores:
             print(f"{name:<15} skipped: {ranks} ranks > {cores} cores")
             continue
-        pred, ptrace = predict(a.bin, name, ranks, extra, profile, out)  # the prediction first
+        pj, ptrace = predict(a.bin, name, ranks, extra, profile, out)  # the prediction first
+        pred = pj["iteration_time_s"]
+        lo, hi = pj["iteration_time_interval_s"]
+        evidence.add(pj["prediction_interval"].get("evidence", "reference-residuals"))
         meas, mtrace = run(a.bin, name, ranks, extra, a.steps, out)
         m = meas["iteration_time_s"]
         err = (pred - m) / m
         task = per_task_median_error(a.bin, ptrace, mtrace, out)
         iqr = meas["steady_state"]["relative_iqr"]
-        rows.append((name, err, task))
+        inside = lo <= m <= hi
+        load = os.getloadavg()[0]
+        rows.append((name, err, task, inside))
+        records.append({"config": name, "ranks": ranks, "predicted_s": pred, "measured_s": m, "measured_relative_iqr": iqr,
+                        "interval_s": [lo, hi], "evidence": pj["prediction_interval"].get("evidence", "reference-residuals"),
+                        "per_task_median_error": task, "load": load})
         print(f"{name:<15} {ranks:>5} {pred*1e3:>8.2f} ms {m*1e3:>8.2f} ms {100*err:>+7.1f}% {100*iqr:>5.1f}% "
-              f"{100*task:>+8.1f}% {os.getloadavg()[0]:>5.1f}", flush=True)
-    others = [abs(e) for n, e, _ in rows if n != CALIBRATION[0]]
-    own = [abs(e) for n, e, _ in rows if n == CALIBRATION[0]]
+              f"{100*task:>+8.1f}% {lo*1e3:>7.2f} .. {hi*1e3:>6.2f} ms {'yes' if inside else 'no':>3} {load:>5.1f}", flush=True)
+    others = [abs(e) for n, e, _, _ in rows if n != CALIBRATION[0]]
+    own = [abs(e) for n, e, _, _ in rows if n == CALIBRATION[0]]
     if own:
         print(f"own calibration configuration (a second run): |error| {100*own[0]:.1f} %")
     if others:
         print(f"other configurations ({len(others)}): median |error| {100*statistics.median(others):.1f} %, "
               f"worst {100*max(others):.1f} %")
-    tasks = [abs(t) for _, _, t in rows if t == t]
+    tasks = [abs(t) for _, _, t, _ in rows if t == t]
     if tasks:
         print(f"per-task median error: median over configurations {100*statistics.median(tasks):.1f} %")
+    if rows:
+        print(f"interval coverage: {sum(1 for r in rows if r[3])} of {len(rows)} measured times inside the predicted "
+              f"80 % interval (evidence: {', '.join(sorted(evidence))})")
+    with open(os.path.join(out, "rows.json"), "w") as f:
+        json.dump({"date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "steps": a.steps,
+                   "calibration_runs": a.calibration_runs, "realtime": a.realtime, "cores": cores,
+                   "calibration_iteration_s": [c["iteration_time_s"] for c in cal_runs],
+                   "calibration_relative_iqr": [c["steady_state"]["relative_iqr"] for c in cal_runs],
+                   "rows": records}, f, indent=1)
     print(f"files in {out}")
 
 

@@ -233,6 +233,37 @@ TEST(Calibration, SeveralRunsPoolKernelsAndKeepInstancesApart) {
                   "c.trace was measured by the cuda backend, a.trace by the host backend");
 }
 
+// Three runs, the second one's tasks all 3x as long (a slower machine): a shape's time is the
+// median over the runs of each run's mean, so the slow run is outvoted. Per run, the gemm lasts
+// 2 and 4 ms on the two ranks (measured() above): run means 3, 9, 3 ms, median 3 ms (pooling the
+// six samples would give their mean, 5 ms); the pooled median of 2, 2, 4, 4, 6, 12 ms is 4 ms.
+// The all-reduce: shortest member 3, 9, 3 ms, median 3 ms; its wait (mean of the members less the
+// shortest) 1.5, 4.5, 1.5 ms, median 1.5 ms.
+TEST(Calibration, SeveralRunsTakeTheMedianOverRunsOfEachRunsMean) {
+  const Schedule s = testing::sample_schedule();
+  proto::Trace a = measured(s), b = measured(s), c = measured(s);
+  for (proto::Rank& r : *b.mutable_ranks()) {
+    proto::Events* e = r.mutable_events();
+    for (int i = 0; i < e->start_s_size(); ++i) e->set_end_s(i, e->start_s(i) + 3 * (e->end_s(i) - e->start_s(i)));
+  }
+  const double ms = 1e-3;
+  const proto::CalibrationProfile p = make_calibration(s, {{&a, "a.trace"}, {&b, "b.trace"}, {&c, "c.trace"}});
+  bool gemm = false;
+  for (const proto::KernelTime& k : p.kernels())
+    if (k.kernel() == uint32_t(Kernel::kGemm)) {
+      gemm = true;
+      EXPECT_EQ(k.samples(), 6u);
+      EXPECT_NEAR(k.mean_s(), 3 * ms, 1e-12);
+      EXPECT_NEAR(k.median_s(), 4 * ms, 1e-12);
+    }
+  EXPECT_TRUE(gemm);
+  ASSERT_EQ(p.collectives_size(), 1);
+  EXPECT_EQ(p.collectives(0).samples(), 3u);
+  EXPECT_NEAR(p.collectives(0).mean_s(), 3 * ms, 1e-12);
+  EXPECT_NEAR(p.collectives(0).mean_wait_s(), 1.5 * ms, 1e-12);
+  EXPECT_EQ(p.runs_size(), 3);
+}
+
 // Time between kernels, less the Allocs and Frees in between. Both ranks: Alloc [0, 0.1] ms, gemm
 // [0.1, 1.0], Free [1.2, 1.5], attention [2.0, 3.0], layernorm [3.1, 4.0] (the others later). The
 // gemm has no earlier kernel; attention could start at 1.0 and started at 2.0, of which 0.3 ms

@@ -99,7 +99,10 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
       throw Error("calibrate: " + trace_name + " was measured by the " + trace.backend() + " backend, " + runs[0].name +
                   " by the " + first.backend() + " backend: one profile describes one backend");
   }
+  // Kernel samples pooled (median_s, samples) and by run (mean_s: the median over the runs of each
+  // run's mean, so that one run whose machine was slower does not set the profile).
   std::map<KernelKey, std::vector<double>> kernels;
+  std::map<KernelKey, std::map<size_t, std::vector<double>>> kernel_runs;
   std::map<KernelKey, std::string> kernel_labels;
   // Collectives by instance: (group, n-th collective of the group on a rank) -> the members'
   // durations; an instance's time is the shortest (the last arrival's). On the host backend a
@@ -115,7 +118,9 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
   // the ranks and their count. A trace with Rank.memory_op_step_s gives every steady-state step; an
   // older one the traced step alone (its events). Steps of several runs are apart: (run, step).
   std::map<std::pair<bool, int64_t>, std::map<std::pair<size_t, int>, std::pair<double, uint32_t>>> memory_ops;
-  double overhead_sum = 0;
+  // The time between kernels by run: (sum, count); the profile's is the median over the runs of
+  // each run's mean.
+  std::map<size_t, std::pair<double, uint32_t>> overhead;
   uint32_t overhead_n = 0;
   const bool polled = first.backend() == "host";
   for (size_t run = 0; run < runs.size(); ++run) {
@@ -154,6 +159,7 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
         if (const Compute* c = std::get_if<Compute>(&t.op)) {
           KernelKey k{int(c->kernel), int(c->dtype), c->shape_dims()};
           kernels[k].push_back(d);
+          kernel_runs[k][run].push_back(d);
           if (!kernel_labels.count(k)) kernel_labels[k] = task_label(s, p, t);
           if (polled) busy_spans.push_back({e.start_s(i), e.end_s(i)});
         } else if (const Collective* c = std::get_if<Collective>(&t.op)) {
@@ -221,17 +227,29 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
         for (TaskId d : t.deps) ready = std::max(ready, end[d]);
         previous[st] = t.id;
         if (ready < 0) continue;  // the stream's first kernel, with no dep: no reference point
-        overhead_sum += std::max(0.0, start[t.id] - ready - memory_time(ready, start[t.id]));
-        ++overhead_n;
+        auto& [sum, n] = overhead[run];
+        sum += std::max(0.0, start[t.id] - ready - memory_time(ready, start[t.id]));
+        ++n, ++overhead_n;
       }
     }
   }
-  std::map<CollectiveKey, std::vector<double>> collectives, waits;
+  // Collective instances pooled (median_s, samples) and by run (mean_s, mean_wait_s: the median
+  // over the runs of each run's mean, as for kernels).
+  std::map<CollectiveKey, std::vector<double>> collectives;
+  std::map<CollectiveKey, std::map<size_t, std::vector<double>>> collective_runs, wait_runs;
   for (const auto& [inst, durations] : instances) {
     const double shortest = *std::min_element(durations.begin(), durations.end());
-    collectives[instance_keys.at(inst)].push_back(shortest);
-    waits[instance_keys.at(inst)].push_back(mean(durations) - shortest);
+    const CollectiveKey& key = instance_keys.at(inst);
+    collectives[key].push_back(shortest);
+    collective_runs[key][std::get<0>(inst)].push_back(shortest);
+    wait_runs[key][std::get<0>(inst)].push_back(mean(durations) - shortest);
   }
+  // The median over runs of each run's mean (one run: its mean).
+  auto median_of_run_means = [](const std::map<size_t, std::vector<double>>& by_run) {
+    std::vector<double> means;
+    for (const auto& [run, v] : by_run) means.push_back(mean(v));
+    return median(std::move(means));
+  };
   if (kernels.empty() && collectives.empty())
     throw Error("calibrate: " + (runs.size() == 1 ? runs[0].name : std::string("the traces")) +
                 (runs.size() == 1 ? " holds" : " hold") + " no kernel and no collective: nothing to calibrate");
@@ -250,14 +268,16 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
     cr->set_relative_iqr(sp.relative_iqr);
   }
   prof.set_overhead_samples(overhead_n);
-  prof.set_task_overhead_s(overhead_n ? overhead_sum / overhead_n : 0);
+  std::vector<double> overhead_means;
+  for (const auto& [run, sum_n] : overhead) overhead_means.push_back(sum_n.first / sum_n.second);
+  prof.set_task_overhead_s(overhead_n ? median(std::move(overhead_means)) : 0);
   for (auto& [k, v] : kernels) {
     proto::KernelTime* kt = prof.add_kernels();
     kt->set_kernel(std::get<0>(k));
     kt->set_dtype(std::get<1>(k));
     for (int64_t d : std::get<2>(k)) kt->add_dims(d);
     kt->set_samples(uint32_t(v.size()));
-    kt->set_mean_s(mean(v));
+    kt->set_mean_s(median_of_run_means(kernel_runs[k]));
     kt->set_median_s(median(std::move(v)));
     kt->set_label(kernel_labels[k]);
   }
@@ -280,8 +300,8 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
     ct->set_group_size(std::get<2>(k));
     ct->set_bytes(std::get<3>(k));
     ct->set_samples(uint32_t(v.size()));
-    ct->set_mean_s(mean(v));
-    ct->set_mean_wait_s(mean(waits[k]));
+    ct->set_mean_s(median_of_run_means(collective_runs[k]));
+    ct->set_mean_wait_s(median_of_run_means(wait_runs[k]));
     ct->set_median_s(median(std::move(v)));
     ct->set_label(collective_labels[k]);
   }

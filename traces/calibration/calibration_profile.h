@@ -39,9 +39,12 @@ RunSpread run_spread(const proto::Trace& trace);
 // profile holds the run's times, so every prediction from a noisy run is off by that noise.
 inline constexpr double kNoisyRunRelativeIqr = 0.10;
 
-// Several runs of one schedule (`tandem calibrate TRACE [TRACE ...]`): kernel and collective
-// samples pooled over the runs, Allocs/Frees the median over every run's steady-state steps, the
-// time between kernels the mean over all; `runs` holds each run's iteration time and spread.
+// Several runs of one schedule (`tandem calibrate TRACE [TRACE ...]`): a kernel or collective
+// shape's time (mean_s, mean_wait_s) is the median over the runs of each run's mean (the step's
+// total is made of means; the median over runs outvotes a run whose machine was slower: with two
+// runs it is their average), its median_s and samples pooled over the runs; Allocs/Frees the
+// median over every run's steady-state steps; the time between kernels the median over the runs
+// of each run's mean; `runs` holds each run's iteration time and spread.
 // Every trace must pass the checks below and come from one backend.
 proto::CalibrationProfile make_calibration(const Schedule& schedule, const std::vector<NamedTrace>& runs);
 

@@ -1,0 +1,143 @@
+#include "sim/prediction_interval_calibrated.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "shared/error.h"
+
+namespace tandem::sim {
+
+namespace {
+
+// q10..q90 half-width of a normal distribution: per IQR (1.28155 / 1.34898) and per standard
+// deviation (sim/prediction_interval_calibrated.h).
+constexpr double kHalfWidthPerIqr = 1.2815516 / 1.3489795;
+constexpr double kHalfWidthPerSigma = 1.2815516;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (true) {
+    const size_t tab = line.find('\t', begin);
+    out.push_back(line.substr(begin, tab == std::string::npos ? std::string::npos : tab - begin));
+    if (tab == std::string::npos) break;
+    begin = tab + 1;
+  }
+  return out;
+}
+
+double parse_positive(const std::string& s, const std::string& at, const char* field) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() || errno != 0 || !std::isfinite(v) || v <= 0)
+    throw Error(at + ": field " + field + " '" + s + "' must be a finite number > 0");
+  return v;
+}
+
+}  // namespace
+
+const char* interval_evidence_name(IntervalEvidence e) {
+  switch (e) {
+    case IntervalEvidence::kReferenceResiduals: return "reference-residuals";
+    case IntervalEvidence::kHostBench: return "host-bench-residuals";
+    case IntervalEvidence::kCalibrationSpreadAndHostBench: return "calibration-spread+host-bench-residuals";
+  }
+  return "?";
+}
+
+double calibration_spread_half_width(const std::vector<CalibrationRunSpread>& runs) {
+  std::vector<double> iqrs, times;
+  for (const CalibrationRunSpread& r : runs) {
+    if (r.steps >= 2 && std::isfinite(r.relative_iqr) && r.relative_iqr >= 0) iqrs.push_back(r.relative_iqr);
+    if (std::isfinite(r.iteration_s) && r.iteration_s > 0) times.push_back(r.iteration_s);
+  }
+  double s = 0;
+  if (times.size() >= 2) {
+    double mean = 0;
+    for (double x : times) mean += x;
+    mean /= double(times.size());
+    double ss = 0;
+    for (double x : times) ss += (x - mean) * (x - mean);
+    s = std::sqrt(ss / double(times.size() - 1)) / median(times);
+  }
+  if (iqrs.empty() && times.size() < 2) return -1;
+  const double step = iqrs.empty() ? 0 : kHalfWidthPerIqr * median(iqrs);
+  const double run = kHalfWidthPerSigma * s;
+  return std::sqrt(step * step + run * run);
+}
+
+HostBenchResiduals HostBenchResiduals::parse(const std::string& text, const std::string& origin) {
+  HostBenchResiduals t;
+  std::istringstream in(text);
+  std::string line;
+  bool header = true, data = false;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    const std::string at = origin + ":" + std::to_string(n);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    if (line[0] == '#') {
+      t.header.push_back(line);
+      continue;
+    }
+    const std::vector<std::string> f = split_tabs(line);
+    if (header) {
+      if (f.size() != 4 || f[0] != "rows") throw Error(at + ": the header must be rows, q10, q50, q90 (tab-separated)");
+      header = false;
+      continue;
+    }
+    if (data) throw Error(at + ": a second data line (the table holds one: the bench's rows pooled)");
+    if (f.size() != 4) throw Error(at + ": " + std::to_string(f.size()) + " fields, 4 expected (tab-separated)");
+    const double rows = parse_positive(f[0], at, "rows");
+    if (rows != std::floor(rows) || rows > 1e9) throw Error(at + ": field rows '" + f[0] + "' must be a whole number");
+    t.rows = int(rows);
+    t.q10 = parse_positive(f[1], at, "q10");
+    t.q50 = parse_positive(f[2], at, "q50");
+    t.q90 = parse_positive(f[3], at, "q90");
+    if (!(t.q10 <= t.q50 && t.q50 <= t.q90)) throw Error(at + ": fields q10 <= q50 <= q90 must hold");
+    data = true;
+  }
+  if (!data) throw Error(origin + ": no data line (rows, q10, q50, q90)");
+  return t;
+}
+
+const HostBenchResiduals& HostBenchResiduals::builtin() {
+  static const HostBenchResiduals table = [] {
+    try {
+      return parse(host_twin_residuals_tsv(), "traces/calibration/host_twin_residuals.tsv (compiled in)");
+    } catch (const Error& e) {
+      throw Error(e.what(), ErrorKind::kInternal);
+    }
+  }();
+  return table;
+}
+
+CalibratedInterval calibrated_interval(double t_s, const std::vector<CalibrationRunSpread>& runs,
+                                       const HostBenchResiduals& bench) {
+  CalibratedInterval out;
+  out.spread_half_width = calibration_spread_half_width(runs);
+  out.evidence = out.spread_half_width >= 0 ? IntervalEvidence::kCalibrationSpreadAndHostBench : IntervalEvidence::kHostBench;
+  if (!(t_s > 0)) {
+    out.interval = {t_s, t_s};
+    return out;
+  }
+  const double h = std::max(0.0, out.spread_half_width);
+  const double low = bench.q50 - std::max(bench.q50 - bench.q10, h);
+  const double high = bench.q50 + std::max(bench.q90 - bench.q50, h);
+  out.interval.low_s = std::max(0.0, std::min(t_s * low, t_s));
+  out.interval.high_s = std::max(t_s * high, t_s);
+  return out;
+}
+
+}  // namespace tandem::sim
