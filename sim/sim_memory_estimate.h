@@ -31,8 +31,9 @@ struct SimWork {
   // make instances / lanes launches (measured, sim/sim_time_estimate.cc). The estimate assumes
   // plans symmetric under the fold's moves: an asymmetric one (NCCL's tree over the replicas,
   // docs/sim.md "Lane quotient") keeps more flows. Where the tuner picks that tree under grid
-  // folding with pipeline stages the lanes part and the exact path runs again with the tp lanes
-  // alone: the counts are that run's (without --approximate).
+  // folding with pipeline stages the lanes part and the exact path runs again with one state per
+  // stage and class of replicas (docs/sim.md "Replica classes"; with the tp lanes alone when
+  // SimOptions::fold_replica_classes is off): the counts are that run's (without --approximate).
   double collective_square = 0;
   int64_t replayed_tasks() const { return rank_tasks / fold; }
 };
