@@ -1,40 +1,14 @@
 #include "sim/prediction_interval.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <map>
 #include <sstream>
 
 #include "shared/error.h"
+#include "sim/tsv_fields.h"
 
 namespace tandem::sim {
-
-namespace {
-
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> out;
-  size_t begin = 0;
-  while (true) {
-    const size_t tab = line.find('\t', begin);
-    out.push_back(line.substr(begin, tab == std::string::npos ? std::string::npos : tab - begin));
-    if (tab == std::string::npos) break;
-    begin = tab + 1;
-  }
-  return out;
-}
-
-double parse_number(const std::string& s, const std::string& at, const char* field) {
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || end != s.c_str() + s.size() || errno != 0 || !std::isfinite(v) || v <= 0)
-    throw Error(at + ": field " + field + " '" + s + "' must be a finite number > 0");
-  return v;
-}
-
-}  // namespace
 
 ResidualTable ResidualTable::parse(const std::string& text, const std::string& origin) {
   ResidualTable t;
@@ -70,10 +44,10 @@ ResidualTable ResidualTable::parse(const std::string& text, const std::string& o
     ComponentResidual& r = t.by_component[static_cast<int>(c)];
     if (f[1].empty()) throw Error(at + ": field group is empty");
     r.group = f[1];
-    r.rows = int(parse_number(f[2], at, "rows"));
-    r.q10 = parse_number(f[3], at, "q10");
-    r.q50 = parse_number(f[4], at, "q50");
-    r.q90 = parse_number(f[5], at, "q90");
+    r.rows = int(parse_positive_field(f[2], at, "rows"));
+    r.q10 = parse_positive_field(f[3], at, "q10");
+    r.q50 = parse_positive_field(f[4], at, "q50");
+    r.q90 = parse_positive_field(f[5], at, "q90");
     if (!(r.q10 <= r.q50 && r.q50 <= r.q90)) throw Error(at + ": fields q10 <= q50 <= q90 must hold");
     r.source = f[6];
   }

@@ -1,12 +1,11 @@
 #include "sim/prediction_interval_calibrated.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <sstream>
 
 #include "shared/error.h"
+#include "sim/tsv_fields.h"
 
 namespace tandem::sim {
 
@@ -21,27 +20,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> out;
-  size_t begin = 0;
-  while (true) {
-    const size_t tab = line.find('\t', begin);
-    out.push_back(line.substr(begin, tab == std::string::npos ? std::string::npos : tab - begin));
-    if (tab == std::string::npos) break;
-    begin = tab + 1;
-  }
-  return out;
-}
-
-double parse_positive(const std::string& s, const std::string& at, const char* field) {
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || end != s.c_str() + s.size() || errno != 0 || !std::isfinite(v) || v <= 0)
-    throw Error(at + ": field " + field + " '" + s + "' must be a finite number > 0");
-  return v;
 }
 
 }  // namespace
@@ -99,12 +77,12 @@ HostBenchResiduals HostBenchResiduals::parse(const std::string& text, const std:
     }
     if (data) throw Error(at + ": a second data line (the table holds one: the bench's rows pooled)");
     if (f.size() != 4) throw Error(at + ": " + std::to_string(f.size()) + " fields, 4 expected (tab-separated)");
-    const double rows = parse_positive(f[0], at, "rows");
+    const double rows = parse_positive_field(f[0], at, "rows");
     if (rows != std::floor(rows) || rows > 1e9) throw Error(at + ": field rows '" + f[0] + "' must be a whole number");
     t.rows = int(rows);
-    t.q10 = parse_positive(f[1], at, "q10");
-    t.q50 = parse_positive(f[2], at, "q50");
-    t.q90 = parse_positive(f[3], at, "q90");
+    t.q10 = parse_positive_field(f[1], at, "q10");
+    t.q50 = parse_positive_field(f[2], at, "q50");
+    t.q90 = parse_positive_field(f[3], at, "q90");
     if (!(t.q10 <= t.q50 && t.q50 <= t.q90)) throw Error(at + ": fields q10 <= q50 <= q90 must hold");
     data = true;
   }

@@ -17,17 +17,8 @@ VM) and the tiny GPT: a residual of the model on them, not a law for other machi
 import argparse, json, math, os, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def quantile(values, p):
-    v = sorted(values)
-    if not v:
-        raise ValueError("no values")
-    x = p * (len(v) - 1)
-    i = int(math.floor(x))
-    if i + 1 >= len(v):
-        return v[-1]
-    return v[i] + (x - i) * (v[i + 1] - v[i])
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fit_prediction_intervals import quantile  # noqa: E402  (the same linear-interpolation quantile)
 
 
 def commit():
