@@ -124,7 +124,11 @@ TunedCollective NcclTuner::choose(CollectiveOp op, const std::vector<int>& membe
   if (!ideal_ && op != CollectiveOp::kAllToAll) {
     // NCCL's choice from NCCL's model (sim/nccl_tuner_model.h), in NCCL's order (tree, ring,
     // NVLS: enqueue.cc:1165-1179 at v2.18.3-1), the first of equal times kept.
-    const NcclModelShape shape = model_shape(members, n, N);
+    // The shape depends on the group alone (the key's last four parts), not on the op or the size.
+    const auto shape_key = std::make_tuple(std::get<1>(key), std::get<2>(key), std::get<3>(key), std::get<5>(key));
+    auto shape_it = shape_cache_.find(shape_key);
+    if (shape_it == shape_cache_.end()) shape_it = shape_cache_.emplace(shape_key, model_shape(members, n, N)).first;
+    const NcclModelShape& shape = shape_it->second;
     std::vector<Algorithm> order;
     for (Algorithm a : {Algorithm::kTree, Algorithm::kRing, Algorithm::kChain, Algorithm::kNvls})
       if (std::find(algos.begin(), algos.end(), a) != algos.end()) order.push_back(a);

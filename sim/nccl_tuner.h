@@ -43,6 +43,9 @@ class NcclTuner {
   std::optional<Algorithm> force_algorithm_;
   std::optional<Protocol> force_protocol_;
   std::map<std::tuple<int, int, int, int, double, int>, TunedCollective> cache_;
+  // model_shape per group shape (members, nodes, members a node, first member's local index): it
+  // plans and times the group's ring, which the size-keyed cache_ would redo for every size.
+  std::map<std::tuple<int, int, int, int>, NcclModelShape> shape_cache_;
 };
 
 }  // namespace tandem::sim
