@@ -45,10 +45,8 @@ ResidualTable ResidualTable::parse(const std::string& text, const std::string& o
     if (f[1].empty()) throw Error(at + ": field group is empty");
     r.group = f[1];
     r.rows = int(parse_positive_field(f[2], at, "rows"));
-    r.q10 = parse_positive_field(f[3], at, "q10");
-    r.q50 = parse_positive_field(f[4], at, "q50");
-    r.q90 = parse_positive_field(f[5], at, "q90");
-    if (!(r.q10 <= r.q50 && r.q50 <= r.q90)) throw Error(at + ": fields q10 <= q50 <= q90 must hold");
+    const QuantileFields q = parse_quantile_fields(f, 3, at);
+    r.q10 = q.q10, r.q50 = q.q50, r.q90 = q.q90;
     r.source = f[6];
   }
   for (int i = 0; i < kComponentCount; ++i)

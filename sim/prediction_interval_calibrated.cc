@@ -80,10 +80,8 @@ HostBenchResiduals HostBenchResiduals::parse(const std::string& text, const std:
     const double rows = parse_positive_field(f[0], at, "rows");
     if (rows != std::floor(rows) || rows > 1e9) throw Error(at + ": field rows '" + f[0] + "' must be a whole number");
     t.rows = int(rows);
-    t.q10 = parse_positive_field(f[1], at, "q10");
-    t.q50 = parse_positive_field(f[2], at, "q50");
-    t.q90 = parse_positive_field(f[3], at, "q90");
-    if (!(t.q10 <= t.q50 && t.q50 <= t.q90)) throw Error(at + ": fields q10 <= q50 <= q90 must hold");
+    const QuantileFields q = parse_quantile_fields(f, 1, at);
+    t.q10 = q.q10, t.q50 = q.q50, t.q90 = q.q90;
     data = true;
   }
   if (!data) throw Error(origin + ": no data line (rows, q10, q50, q90)");

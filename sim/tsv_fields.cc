@@ -29,4 +29,13 @@ double parse_positive_field(const std::string& s, const std::string& at, const c
   return v;
 }
 
+QuantileFields parse_quantile_fields(const std::vector<std::string>& f, size_t first, const std::string& at) {
+  QuantileFields q;
+  q.q10 = parse_positive_field(f.at(first), at, "q10");
+  q.q50 = parse_positive_field(f.at(first + 1), at, "q50");
+  q.q90 = parse_positive_field(f.at(first + 2), at, "q90");
+  if (!(q.q10 <= q.q50 && q.q50 <= q.q90)) throw Error(at + ": fields q10 <= q50 <= q90 must hold");
+  return q;
+}
+
 }  // namespace tandem::sim

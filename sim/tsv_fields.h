@@ -14,4 +14,11 @@ std::vector<std::string> split_tabs(const std::string& line);
 // `s` as a finite number > 0, else Error "<at>: field <field> '<s>' must be a finite number > 0".
 double parse_positive_field(const std::string& s, const std::string& at, const char* field);
 
+// The three fields q10, q50, q90 of a residual table's line, from f[first]: each positive, and
+// q10 <= q50 <= q90 (else Error naming `at`).
+struct QuantileFields {
+  double q10 = 0, q50 = 0, q90 = 0;
+};
+QuantileFields parse_quantile_fields(const std::vector<std::string>& f, size_t first, const std::string& at);
+
 }  // namespace tandem::sim
