@@ -13,7 +13,9 @@ interval from residuals fit without it: fit_prediction_intervals.py, with the ne
 from --sim-test). --save FILE keeps the rows for fit_prediction_intervals.py --rows; --rows FILE
 prints the table again from saved rows without simulating, the in-sample intervals then computed
 from sim/data/component_residuals.tsv by the same rule (fit_prediction_intervals.combine) — what
-the simulator prints once rebuilt with that table.
+the simulator prints once rebuilt with that table. A second table gives each row's compute busy time
+(slowest rank), its share of the predicted iteration and the compute factor k of docs/accuracy.md
+sections 10 and 16 (a diagnostic: nothing is changed with it).
 
   tests/bench/sim_reference_error.py [--bin build/bin/tandem-sim] [--only korthikanti|megatron|nemo]
       [--max-gpus N] [--save rows.json | --rows rows.json] [--sim-test build/bin/sim_test]
@@ -324,6 +326,26 @@ def main():
               f"({100 * sum(cov) / len(cov):.0f} %, the residual table compiled in)" +
               (f", leave-one-out {sum(cov_loo)}/{len(cov_loo)} ({100 * sum(cov_loo) / len(cov_loo):.0f} %)"
                if cov_loo else ""))
+    if rows:
+        print(f"\n{'row':45s} {'compute busy':>12s} {'share':>6s} {'k':>6s}   (k: the factor on the compute "
+              f"that would give the measurement, docs/accuracy.md sections 10, 16)")
+        for r in rows:
+            busy, share, k = compute_factor(r)
+            print(f"{r['label']:45s} {busy:11.3f}s {100 * share:5.0f}% {k:6.3f}")
+
+
+# The busy-time components of a row's slowest rank that are compute (the rest is communication).
+COMPUTE_COMPONENTS = ("gemm", "attention", "vector", "optimizer", "host")
+
+
+def compute_factor(r):
+    """(compute busy s, its share of the predicted iteration, k) of a saved row: k is the factor by which
+    the compute busy time would have to grow, the rest unchanged, for the predicted iteration to equal the
+    measured one, k = 1 + (measured - predicted) / compute busy. A diagnostic, never applied to anything."""
+    busy = sum(r["busy_s"].get(c, 0.0) for c in COMPUTE_COMPONENTS)
+    if busy <= 0:
+        return 0.0, 0.0, float("nan")
+    return busy, busy / r["predicted_s"], 1 + (r["measured_s"] - r["predicted_s"]) / busy
 
 
 if __name__ == "__main__":
