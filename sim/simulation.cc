@@ -1,7 +1,5 @@
 #include "sim/simulation.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <functional>
 #include <unordered_map>
@@ -12,6 +10,7 @@
 #include <xbt/log.h>
 
 #include "shared/error.h"
+#include "shared/generation_heap.h"
 #include "shared/rank_grid.h"
 #include "sim/forked_call.h"
 #include "sim/nccl_tuner.h"
@@ -195,11 +194,10 @@ namespace {
 SimResult simulate_isolated(const Schedule& schedule, const SimOptions& options) {
   return decode_sim_result(forked_call(
       [&] {
-        // Keep freed memory in the heap: program generation allocates and frees many small
-        // vectors, and returning them to the kernel costs page faults when they are allocated
-        // again. The child is short-lived, so nothing else pays for the larger heap.
-        mallopt(M_MMAP_THRESHOLD, 1 << 30);
-        mallopt(M_TRIM_THRESHOLD, 1 << 30);
+        // Keep freed memory in the heap (program generation allocates and frees many small
+        // vectors) on huge pages, the inherited free memory given back first: writing programs
+        // into the parent's pages would copy each one (shared/generation_heap.h).
+        fresh_generation_heap();
         return encode_sim_result(run_here(schedule, options));
       },
       "sim: the simulation process"));
