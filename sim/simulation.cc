@@ -10,7 +10,6 @@
 #include <xbt/log.h>
 
 #include "shared/error.h"
-#include "shared/generation_heap.h"
 #include "shared/rank_grid.h"
 #include "sim/forked_call.h"
 #include "sim/nccl_tuner.h"
@@ -193,13 +192,8 @@ namespace {
 
 SimResult simulate_isolated(const Schedule& schedule, const SimOptions& options) {
   return decode_sim_result(forked_call(
-      [&] {
-        // Keep freed memory in the heap (program generation allocates and frees many small
-        // vectors) on huge pages, the inherited free memory given back first: writing programs
-        // into the parent's pages would copy each one (shared/generation_heap.h).
-        fresh_generation_heap();
-        return encode_sim_result(run_here(schedule, options));
-      },
+      // The child's heap: sim/forked_call.cc (fresh_generation_heap).
+      [&] { return encode_sim_result(run_here(schedule, options)); },
       "sim: the simulation process"));
 }
 
