@@ -5,7 +5,6 @@
 // 1 internal error. Under mpirun (`mpirun -n R tandem search ...`) the points and the simulations
 // are dealt to the ranks (search/search_run.h) and rank 0 alone prints, the same output as one
 // process.
-#include <malloc.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -21,6 +20,7 @@
 #include "search/search_run.h"
 #include "shared/cli_args.h"
 #include "shared/error.h"
+#include "shared/generation_heap.h"
 #include "sim/sim_time_estimate.h"
 #include "sim/sweep/sweep_progress.h"
 
@@ -33,8 +33,7 @@ int main(int argc, char** argv) {
   // heap for the next one instead of returning it to the OS and faulting it in again (as tandem
   // plan and the simulation's child do). The 530B search's best point: its count 8.1 s wall (4.5 s
   // user + 3.1 s system) -> 1.6 s (1.3 + 0.3), docs/search.md "Session 12".
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  keep_generation_heap();  // and on huge pages (shared/generation_heap.h)
   std::optional<search::MpiRanks> mpi;
   if (search::started_by_mpi_launcher()) {
     const int code = run_main("tandem search", [&] {

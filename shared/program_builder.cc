@@ -81,8 +81,7 @@ void ProgramBuilder::set_shard(BufferId id, BufferId shard_of, int64_t offset_by
   program_.buffers.at(id).shard_offset_bytes = offset_bytes;
 }
 
-TaskId ProgramBuilder::add(Stream s, TaskOp op, const std::vector<BufferId>& reads,
-                           const std::vector<BufferId>& writes, std::initializer_list<TaskId> extra) {
+TaskId ProgramBuilder::add(Stream s, TaskOp&& op, Ids reads, Ids writes, std::initializer_list<TaskId> extra) {
   if (program_.tasks.size() >= max_tasks_) refuse(program_.rank, max_tasks_, "tasks");
   const TaskId id = static_cast<TaskId>(program_.tasks.size());
   const int si = static_cast<int>(s);
@@ -110,9 +109,15 @@ TaskId ProgramBuilder::add(Stream s, TaskOp op, const std::vector<BufferId>& rea
         want(a.last_read[k]);
       }
     });
+  // One allocation of the exact size (a task has a few dependencies; growing the vector one by
+  // one allocated up to three times).
+  std::array<TaskId, kStreamCount> deps;
+  size_t k = 0;
   for (TaskId dep : need)
-    if (dep != kNoId) t.deps.push_back(dep);
-  std::sort(t.deps.begin(), t.deps.end());
+    if (dep != kNoId) deps[k++] = dep;
+  std::sort(deps.begin(), deps.begin() + k);
+  t.deps.assign(deps.begin(), deps.begin() + k);
+  // `reads` and `writes` may point into `op`'s own lists: a moved vector keeps its storage.
   t.op = std::move(op);
   for (BufferId b : reads) record(b, si, id, false);
   for (BufferId b : writes) record(b, si, id, true);
@@ -138,42 +143,42 @@ void ProgramBuilder::record(BufferId b, int stream, TaskId id, bool write) {
 }
 
 TaskId ProgramBuilder::alloc(BufferId b, Stream s, std::initializer_list<TaskId> extra) {
-  return add(s, Alloc{b}, {}, {b}, extra);
+  return add(s, Alloc{b}, {}, {&b, 1}, extra);
 }
 
 TaskId ProgramBuilder::free(BufferId b, Stream s, std::initializer_list<TaskId> extra) {
-  return add(s, Free{b}, {}, {b}, extra);
+  return add(s, Free{b}, {}, {&b, 1}, extra);
 }
 
 TaskId ProgramBuilder::compute(Compute c, std::initializer_list<TaskId> extra, Stream s) {
-  std::vector<BufferId> reads = c.inputs, writes = c.outputs;
+  const Ids reads{c.inputs.data(), c.inputs.size()}, writes{c.outputs.data(), c.outputs.size()};
   return add(s, std::move(c), reads, writes, extra);
 }
 
 TaskId ProgramBuilder::collective(Collective c, Stream s, std::initializer_list<TaskId> extra) {
-  std::vector<BufferId> reads, writes;
-  if (!c.buffers.empty()) reads.push_back(c.buffers.front());
-  if (c.buffers.size() > 1) writes.push_back(c.buffers[1]);
-  else if (!c.buffers.empty()) writes.push_back(c.buffers.front());
+  // Reads the first buffer, writes the second (the first again for an in-place collective).
+  const BufferId* b = c.buffers.data();
+  const size_t n = c.buffers.size();
+  const Ids reads{b, n > 0 ? 1u : 0u}, writes{n > 1 ? b + 1 : b, n > 0 ? 1u : 0u};
   return add(s, std::move(c), reads, writes, extra);
 }
 
 TaskId ProgramBuilder::send(int peer, BufferId b, int tag, int microbatch, Stream s,
                             std::initializer_list<TaskId> extra) {
   SendRecv m{true, peer, program_.buffers.at(b).bytes, b, tag, microbatch};
-  return add(s, m, {b}, {}, extra);
+  return add(s, m, {&b, 1}, {}, extra);
 }
 
 TaskId ProgramBuilder::recv(int peer, BufferId b, int tag, int microbatch, Stream s,
                             std::initializer_list<TaskId> extra) {
   SendRecv m{false, peer, program_.buffers.at(b).bytes, b, tag, microbatch};
-  return add(s, m, {}, {b}, extra);
+  return add(s, m, {}, {&b, 1}, extra);
 }
 
 TaskId ProgramBuilder::copy(CopyDirection dir, BufferId src, BufferId dst, Stream s,
                             std::initializer_list<TaskId> extra) {
   Copy c{dir, program_.buffers.at(src).bytes, src, dst};
-  return add(s, c, {src}, {dst}, extra);
+  return add(s, c, {&src, 1}, {&dst, 1}, extra);
 }
 
 Program ProgramBuilder::finish() && { return std::move(program_); }

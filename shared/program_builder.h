@@ -57,8 +57,15 @@ class ProgramBuilder {
     std::array<TaskId, kStreamCount> last_read;
   };
   BufferId root(BufferId b) const { return roots_[b]; }
-  TaskId add(Stream s, TaskOp op, const std::vector<BufferId>& reads,
-             const std::vector<BufferId>& writes, std::initializer_list<TaskId> extra);
+  // The buffers a task reads or writes: a view of ids that live in the task's own op (or on the
+  // caller's stack), so that no list is copied per task.
+  struct Ids {
+    const BufferId* data = nullptr;
+    size_t size = 0;
+    const BufferId* begin() const { return data; }
+    const BufferId* end() const { return data + size; }
+  };
+  TaskId add(Stream s, TaskOp&& op, Ids reads, Ids writes, std::initializer_list<TaskId> extra);
   // Calls f(access record) for every record an access to b must respect.
   template <typename F>
   void for_each_conflict(BufferId b, F&& f) const;

@@ -10,6 +10,7 @@
 #include "shared/error.h"
 #include "shared/pipeline_order.h"
 #include "shared/process_groups.h"
+#include "shared/program_size.h"
 #include "shared/step_state.h"
 
 namespace tandem {
@@ -208,9 +209,14 @@ Program StepGenerator::generate(int rank) const {
     st.auto_record = record_ != nullptr ? record_ : &record;
     if (!plan_.uses.empty()) st.auto_plan = &plan_;
   }
-  // About 90 tasks and 30 buffers per layer and micro-batch (measured on the GPT generators).
+  // About 90 tasks and 30 buffers per layer and micro-batch (measured on the GPT generators), or
+  // shared/program_size.h's upper estimate where it is larger (tp_comm_overlap's ring exchanges,
+  // recompute, sequence parallelism: the 530B search's best point has 206,497 tasks a stage
+  // against 90k reserved here, and regrowing the vectors twice moved every task twice). Reserved
+  // memory is only address space until written.
   const size_t work = size_t(st.micro_batches) * (st.layout.units.size() + 2);
-  st.program.reserve(work * 100 + 1024, work * 40 + 1024);
+  const size_t tasks = std::max(work * 100 + 1024, size_t(std::max<int64_t>(0, estimate_program_tasks(sc_))));
+  st.program.reserve(tasks, std::max(work * 40 + 1024, tasks * 2 / 5));
   emit_persistent_state(st);
   if (st.dims.fp8) emit_fp8_state(st);
   emit_param_gathers(st);

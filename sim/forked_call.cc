@@ -13,6 +13,7 @@
 
 #include "forked_reply.pb.h"
 #include "shared/error.h"
+#include "shared/generation_heap.h"
 
 namespace tandem::sim {
 namespace {
@@ -31,6 +32,9 @@ bool write_all(int fd, const std::string& data) {
 [[noreturn]] void run_child(const std::function<std::string()>& fn, const std::string& what, int fd, pid_t parent) {
   // Die with the parent; if it is already gone (it died before prctl), leave now.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(1);
+  // Children plan or simulate: they generate programs. Their own heap, on huge pages, the free
+  // memory inherited from the parent given back first (each page written there would be copied).
+  fresh_generation_heap();
   proto::ForkedReply reply;
   try {
     reply.set_value(fn());

@@ -13,7 +13,12 @@ ReplayEngine::ReplayEngine(const Schedule& schedule, const SimOptions& options, 
                            const FabricModel& fabric, const ComputeCostModel& costs, NcclTuner& tuner)
     : schedule_(schedule), options_(options), platform_(platform), fabric_(fabric), costs_(costs), tuner_(tuner) {}
 
-ReplayEngine::~ReplayEngine() = default;
+ReplayEngine::~ReplayEngine() {
+  // Under SimOptions::isolate the replay runs in a forked child that leaves with _exit once its
+  // result is written (sim/forked_call.cc): freeing the class programs (millions of tasks, each
+  // with its own small vectors) first would only cost time, so they are left to the exit.
+  if (options_.isolate) new std::vector<std::shared_ptr<ProgramInfo>>(std::move(infos_));
+}
 
 void ReplayEngine::prepare() {
   const int n = schedule_.world_size();

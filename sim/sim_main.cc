@@ -10,6 +10,7 @@
 
 #include "shared/cli_args.h"
 #include "shared/error.h"
+#include "shared/generation_heap.h"
 #include "shared/schedule.h"
 #include "sim/sim_report.h"
 #include "sim/simulation.h"
@@ -53,6 +54,8 @@ struct TemporaryFile {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The count (sim::count_sim_work) generates the class programs one after another.
+  tandem::keep_generation_heap();
   std::string scenario_path, trace_path, timeline_path, calibration_path, chakra_prefix;
   std::string chakra_durations = "exact";
   std::string granularity = "phase", algorithm = "auto", protocol = "auto";

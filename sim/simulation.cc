@@ -1,7 +1,5 @@
 #include "sim/simulation.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <functional>
 #include <unordered_map>
@@ -194,14 +192,8 @@ namespace {
 
 SimResult simulate_isolated(const Schedule& schedule, const SimOptions& options) {
   return decode_sim_result(forked_call(
-      [&] {
-        // Keep freed memory in the heap: program generation allocates and frees many small
-        // vectors, and returning them to the kernel costs page faults when they are allocated
-        // again. The child is short-lived, so nothing else pays for the larger heap.
-        mallopt(M_MMAP_THRESHOLD, 1 << 30);
-        mallopt(M_TRIM_THRESHOLD, 1 << 30);
-        return encode_sim_result(run_here(schedule, options));
-      },
+      // The child's heap: sim/forked_call.cc (fresh_generation_heap).
+      [&] { return encode_sim_result(run_here(schedule, options)); },
       "sim: the simulation process"));
 }
 

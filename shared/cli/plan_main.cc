@@ -1,12 +1,11 @@
 // tandem plan SCENARIO [--set k=v ...] [--json] [--max-memory GIB]: the strategy's rank grid and groups, flops,
 // parameters, per-rank memory and communication volume, without running anything.
-#include <malloc.h>
-
 #include <iostream>
 
 #include <boost/program_options.hpp>
 
 #include "shared/cli_args.h"
+#include "shared/generation_heap.h"
 #include "shared/plan_report.h"
 #include "shared/plan_summary.h"
 #include "shared/program_size.h"
@@ -17,8 +16,7 @@ namespace po = boost::program_options;
 int main(int argc, char** argv) {
   // Rank programs are generated one after another: keep freed memory in the heap for the next
   // one instead of returning it to the OS and faulting it in again.
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  tandem::keep_generation_heap();  // on huge pages too (shared/generation_heap.h)
   po::options_description opts("tandem plan SCENARIO [options]");
   opts.add_options()("help,h", "show this help")(
       "set", po::value<std::vector<std::string>>()->composing(), "override a scenario field: part.field=value")(

@@ -3,15 +3,14 @@
 // after another does: on this kind of VM first-touch page faults otherwise cost as much as the
 // generation itself.
 #include <benchmark/benchmark.h>
-#include <malloc.h>
 
+#include "shared/generation_heap.h"
 #include "shared/schedule.h"
 
 namespace {
 
 void BM_GenerateRankProgram(benchmark::State& state, const char* scenario, int rank) {
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  tandem::keep_generation_heap();
   tandem::Schedule s(tandem::load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/" + scenario));
   size_t tasks = 0;
   for (auto _ : state) {
