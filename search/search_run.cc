@@ -535,6 +535,15 @@ size_t plan_jobs(const SearchOptions& options) {
   return size_t(std::max(1, jobs));
 }
 
+// Processes that check and estimate the space in one process's search: SearchOptions::estimate_jobs,
+// else the simulations'.
+size_t estimate_jobs(const SearchOptions& options) {
+  const int jobs = options.estimate_jobs > 0 ? options.estimate_jobs
+                   : options.jobs > 0        ? options.jobs
+                                             : int(std::thread::hardware_concurrency());
+  return size_t(std::max(1, jobs));
+}
+
 std::string runs_to_bytes(bool go, const std::vector<std::vector<std::string>>& runs) {
   proto::SearchRuns m;
   m.set_go(go);
@@ -602,23 +611,44 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
   shape.global_batch = checker.global_batch();
 
   // Each rank's share; an error of a rank goes to rank 0 (the others would wait for it forever).
-  RankPart part;
-  try {
-    part = rank_part(shape, checker, rank, size, options.rule_shortcuts);
-  } catch (const Error& e) {
-    if (!ranks) throw;
-    part = RankPart{}, part.error_kind = int(e.kind()), part.error = e.what();
-  } catch (const std::exception& e) {
-    if (!ranks) throw;
-    part = RankPart{}, part.error_kind = int(ErrorKind::kInternal), part.error = e.what();
-  }
   std::vector<RankPart> parts;
-  if (ranks) {
-    const std::vector<std::string> all = ranks->gather_to_root(to_bytes(part));
-    for (const std::string& bytes : all) parts.push_back(part_of(bytes));
+  const auto estimate_start = std::chrono::steady_clock::now();
+  const size_t shares = ranks ? 1 : estimate_jobs(options);
+  if (shares > 1) {
+    // One process over the cores: the space dealt as to MPI ranks, the shares beyond the first
+    // in forked children (their counts and points come back as a rank's message), merged as rank 0
+    // merges the ranks' (merge_parts: the one-process order), so the result is the one-share one.
+    std::vector<sim::ForkedCall> children;
+    for (size_t k = 1; k < shares; ++k)
+      children.emplace_back(
+          [&, k] { return to_bytes(rank_part(shape, checker, int(k), int(shares), options.rule_shortcuts)); },
+          "search: an estimate process");
+    parts.push_back(rank_part(shape, checker, 0, int(shares), options.rule_shortcuts));
+    for (sim::ForkedCall& child : children) {
+      while (!child.read_some()) {
+      }
+      parts.push_back(part_of(child.result()));
+    }
   } else {
-    parts.push_back(std::move(part));
+    RankPart part;
+    try {
+      part = rank_part(shape, checker, rank, size, options.rule_shortcuts);
+    } catch (const Error& e) {
+      if (!ranks) throw;
+      part = RankPart{}, part.error_kind = int(e.kind()), part.error = e.what();
+    } catch (const std::exception& e) {
+      if (!ranks) throw;
+      part = RankPart{}, part.error_kind = int(ErrorKind::kInternal), part.error = e.what();
+    }
+    if (ranks) {
+      const std::vector<std::string> all = ranks->gather_to_root(to_bytes(part));
+      for (const std::string& bytes : all) parts.push_back(part_of(bytes));
+    } else {
+      parts.push_back(std::move(part));
+    }
   }
+  const double estimate_wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - estimate_start).count();
 
   SearchResult r;
   std::vector<std::vector<std::string>> runs;
@@ -630,6 +660,7 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
       r.gpus = shape.gpus;
       r.vary_batch = options.vary_batch;
       const std::vector<Valid> valid = merge_parts(parts, options, r);
+      if (shares > 1) r.estimate_wall_s = estimate_wall_s;  // the phase's, forks and merge included
       parts.clear();
       const auto bound = [&](const Valid& v) { return options.memory_bound ? bound_point(checker, v) : int64_t{0}; };
       if (ranks)

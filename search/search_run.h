@@ -45,6 +45,10 @@ struct SearchOptions {
   bool vary_batch = false;
   bool simulate = true;
   int jobs = 0;   // simulations at a time (0: the hardware threads)
+  // Processes that check and estimate the space (0: jobs): the enumeration is dealt to them by
+  // pipeline group as to MPI ranks, each share but the first in a forked child, and merged as
+  // rank 0 merges the ranks' shares, so the answer does not depend on it (only the timings do).
+  int estimate_jobs = 0;
   // Points whose memory one process plans at a time, each in a forked child but the first
   // (0: jobs); the walk's answer does not depend on it. Under MPI each rank plans one.
   int plan_jobs = 0;

@@ -292,5 +292,37 @@ TEST(SearchShortcuts, PlanningRoundsChangeNothing) {
   EXPECT_EQ(messages[0], messages[1]);
 }
 
+// The estimate over several processes (SearchOptions::estimate_jobs: the space dealt by pipeline
+// group, the shares beyond the first in forked children, merged as rank 0 merges MPI ranks'
+// shares) against one process: the same JSON (timings aside: every count, rule example, probe
+// count, the K best and their estimates), with --vary-batch too, and the same message where no
+// strategy is valid.
+TEST(SearchShortcuts, EstimateSharesChangeNothing) {
+  for (const bool vary : {false, true}) {
+    std::string texts[3];
+    for (int jobs : {1, 2, 3}) {
+      SearchOptions o;
+      o.gpus = vary ? 16 : 8, o.top = 16, o.simulate = false, o.vary_batch = vary, o.estimate_jobs = jobs;
+      const SearchResult r = run_search(kTiny, {}, o);
+      EXPECT_GT(r.valid, 0u);
+      texts[jobs - 1] = json_without_timings(r);
+    }
+    EXPECT_EQ(texts[0], texts[1]) << "vary_batch " << vary;
+    EXPECT_EQ(texts[0], texts[2]) << "vary_batch " << vary;
+  }
+  std::string messages[2];
+  for (int jobs : {1, 2}) {
+    SearchOptions o;
+    o.gpus = 7, o.top = 16, o.simulate = false, o.estimate_jobs = jobs;
+    try {
+      run_search(kTiny, {}, o);
+    } catch (const Error& e) {
+      messages[jobs - 1] = e.what();
+    }
+  }
+  EXPECT_NE(messages[0].find("no valid strategy"), std::string::npos) << messages[0];
+  EXPECT_EQ(messages[0], messages[1]);
+}
+
 }  // namespace
 }  // namespace tandem::search
