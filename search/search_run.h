@@ -56,6 +56,12 @@ struct SearchOptions {
   // this long (wall seconds), else one after the other here: a fork costs milliseconds, a 105-layer
   // plan seconds. 0: always forked (the tests).
   double fork_plans_from_s = 0.1;
+  // One process with the simulations: the walk's plans and the K simulations share the `jobs`
+  // process slots (a point's simulation starts as soon as the walk takes it, in the child that
+  // planned it), instead of the walk first and the simulations after it. The answer is the same
+  // either way (search_run.cc OverlappedWalk); false runs them one after the other (the tests
+  // compare both).
+  bool overlap = true;
   ResourceLimit limit;
   sim::SimOptions sim;
   std::function<void(size_t done, size_t total)> on_progress;

@@ -324,5 +324,47 @@ TEST(SearchShortcuts, EstimateSharesChangeNothing) {
   EXPECT_EQ(messages[0], messages[1]);
 }
 
+// The walk and the simulations together (SearchOptions::overlap: plans and simulations share the
+// process slots, a point simulated by the child that planned it) against the walk first and the
+// simulations after it: the same JSON (timings aside: every count, the K best with their simulated
+// times and planned peaks, ties), where out-of-memory points lie between fitting ones (1.61 MB of
+// HBM) and at 80 GB, with plans forked from the first and planned here, and the same message where
+// nothing fits.
+TEST(SearchShortcuts, OverlapChangesNothing) {
+  const std::vector<std::string> fixed = {"strategy.recompute=none", "strategy.offload=none",
+                                          "software.overlap_param_gather=false", "software.tp_comm_overlap=false"};
+  for (const char* hbm : {"cluster.hbm_gib=0.0015", ""}) {
+    std::vector<std::string> sets = fixed;
+    if (*hbm) sets.push_back(hbm);
+    for (double fork_from : {0.0, 0.1}) {
+      std::string texts[2];
+      for (bool overlap : {false, true}) {
+        SearchOptions o;
+        o.gpus = 8, o.top = 6, o.jobs = 2, o.overlap = overlap, o.fork_plans_from_s = fork_from;
+        const SearchResult r = run_search(kTiny, sets, o);
+        ASSERT_EQ(r.best.size(), 6u);
+        for (const RankedPoint& p : r.best) EXPECT_EQ(p.simulated.status, sweep::PointStatus::kOk) << p.simulated.reason;
+        if (*hbm) {
+          EXPECT_GT(r.out_of_memory, 0u) << "no out-of-memory point between the fitting ones";
+        }
+        texts[overlap ? 1 : 0] = json_without_timings(r);
+      }
+      EXPECT_EQ(texts[0], texts[1]) << hbm << " fork_plans_from_s " << fork_from;
+    }
+  }
+  std::string messages[2];
+  for (bool overlap : {false, true}) {
+    SearchOptions o;
+    o.gpus = 1, o.top = 4, o.jobs = 2, o.overlap = overlap, o.fork_plans_from_s = 0;
+    try {
+      run_search(kTiny, {"cluster.hbm_gib=0.0009765625"}, o);
+    } catch (const Error& e) {
+      messages[overlap ? 1 : 0] = e.what();
+    }
+  }
+  EXPECT_NE(messages[0].find("fits nowhere"), std::string::npos) << messages[0];
+  EXPECT_EQ(messages[0], messages[1]);
+}
+
 }  // namespace
 }  // namespace tandem::search
