@@ -532,7 +532,10 @@ class PlanRounds {
 
   PointChecker& checker_;
   double fork_from_s_ = 0;
-  double last_plan_s_ = 0;
+  // The last plan's wall time (here, or from a child's fork to its verdict); -1 before the first:
+  // the first plans are forked, so that a slow first plan (seconds for a 105-layer model) does not
+  // keep the other slots idle, and planning moves here once plans prove fast (fork_plans_from_s).
+  double last_plan_s_ = -1;
 };
 
 // Points planned at a time by one process: SearchOptions::plan_jobs, else the simulations'.
@@ -594,8 +597,8 @@ std::vector<sweep::PointResult> simulate_runs(const std::string& scenario_path,
 
 // One process with the simulations (SearchOptions::overlap): the walk's plans and the K
 // simulations share `jobs` process slots, so that the cores stay busy from the first plan to the
-// last simulation. A point is planned in a forked child (once a plan took fork_plans_from_s, else
-// here), which sends its verdict back and waits; when the walk reaches the point (every point
+// last simulation. A point is planned in a forked child (here instead once plans prove faster
+// than fork_plans_from_s), which sends its verdict back and waits; when the walk reaches the point (every point
 // before it decided, in the one-process order), the parent tells the child to simulate it (the
 // point joined the K best: the sweep's own evaluate_point, as run_points runs it) or to stop (out
 // of memory, a tie, or past the K-th fit). A point planned here that joins the K best is simulated
@@ -646,6 +649,7 @@ class OverlappedWalk {
     std::string verdict;
     size_t best = 0;  // simulating: the index in r.best
     bool simulating = false, planning = false;
+    std::chrono::steady_clock::time_point forked_at;
   };
 
   bool walk_over() const { return r_.best.size() >= size_t(options_.top) || (decided_ >= entries_.size() && next_ >= valid_.size()); }
@@ -735,7 +739,7 @@ class OverlappedWalk {
     while (busy() < jobs_) {
       const bool may_plan = !walk_over() && r_.best.size() + pending() < size_t(options_.top);
       if (may_plan && enter_next()) {
-        if (last_plan_s_ < options_.fork_plans_from_s) {
+        if (last_plan_s_ >= 0 && last_plan_s_ < options_.fork_plans_from_s) {
           plan_here(entries_.back());
           return true;
         }
@@ -812,6 +816,7 @@ class OverlappedWalk {
     ::close(verdict[1]), ::close(go[0]);
     c.verdict_fd = verdict[0], c.go_fd = go[1];
     c.planning = true;
+    c.forked_at = std::chrono::steady_clock::now();
     ++planning_;
     e.child = int(children_.size());
     children_.push_back(std::move(c));
@@ -876,6 +881,7 @@ class OverlappedWalk {
         ::close(c.verdict_fd), c.verdict_fd = -1;
         c.planning = false;
         --planning_;
+        last_plan_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.forked_at).count();
         take_verdict(who[i]);
       } else if (c.call->read_some()) {
         try {
@@ -958,7 +964,10 @@ class OverlappedWalk {
   size_t planning_ = 0, running_sims_ = 0, sims_done_ = 0;
   std::deque<std::pair<size_t, int>> ready_;  // (index in r.best, its child or -1) to simulate
   std::vector<sweep::PointResult> results_;
-  double last_plan_s_ = 0;
+  // The last plan's wall time (here, or from a child's fork to its verdict); -1 before the first:
+  // the first plans are forked, so that a slow first plan (seconds for a 105-layer model) does not
+  // keep the other slots idle, and planning moves here once plans prove fast (fork_plans_from_s).
+  double last_plan_s_ = -1;
 };
 
 SearchResult off_root() {
