@@ -954,7 +954,7 @@ class OverlappedWalk {
   const std::vector<Valid>& valid_;
   const SearchOptions& options_;
   PointChecker& checker_;
-  const std::function<int64_t(const Valid&)>& bound_;
+  const std::function<int64_t(const Valid&)> bound_;
   std::string path_;
   SearchResult& r_;
   size_t jobs_ = 1;
