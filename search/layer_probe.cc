@@ -43,11 +43,21 @@ int forward_layer(const Task& t) {
 
 bool is_work(const Task& t) { return std::holds_alternative<Compute>(t.op) || std::holds_alternative<Collective>(t.op); }
 
-// LayerCosts::layer_stored_bytes of a one-layer probe's program (rank 0).
+// LayerCosts::layer_stored_bytes of a one-layer probe's program (rank 0): the least live
+// activation bytes between the layer's last forward task and the next work task (the layer's own
+// temporaries freed, the next operation's not yet allocated: the state Q), less the least live
+// bytes from the last work task before the layer's first forward task (the embedding's) to that
+// first task (the state P). Any P there gives a lower bound: after - before = (bytes allocated
+// after P and live at Q) - (bytes live at P and freed by Q), and what is allocated after P and
+// live at Q is the layer's (nothing but Alloc and Free tasks lies between P and the layer's first
+// task, and those Allocs are its inputs' and outputs'). The least P counts the most of the layer:
+// it comes before the layer's own Allocs and after the embedding frees what it no longer needs
+// (Megatron-SP's full embedding output once its reduce-scatter is done). Until Session 13 P was the
+// most live bytes of that window, which took in the layer's Allocs and the embedding's full output:
+// under full recompute, where the layer keeps only its output (the next layer's checkpointed
+// input), the difference went negative and the figure was 0 (OPT-13B, micro-batch 4: 80 MiB;
+// LayerProbe.FullRecomputeStoresTheLayersOutput).
 int64_t stored_activation_bytes(const Program& program) {
-  // The windows, by task index: [before_first, first) ends at the layer's first forward task and
-  // starts after the last work task before it; [last, after_last) starts at its last forward task
-  // and ends at the next work task.
   const size_t n = program.tasks.size();
   size_t first = n, last = n;
   for (size_t i = 0; i < n; ++i)
@@ -56,10 +66,10 @@ int64_t stored_activation_bytes(const Program& program) {
       last = i;
     }
   if (first == n) return 0;
-  size_t before_first = 0;
+  size_t before_at = n;  // the last work task before the layer's first (n: none: then the most before it)
   for (size_t i = first; i-- > 0;)
     if (is_work(program.tasks[i])) {
-      before_first = i;
+      before_at = i;
       break;
     }
   size_t after_last = n;
@@ -68,12 +78,14 @@ int64_t stored_activation_bytes(const Program& program) {
       after_last = i;
       break;
     }
-  int64_t before = 0, after = std::numeric_limits<int64_t>::max();
+  int64_t before = before_at == n ? 0 : std::numeric_limits<int64_t>::max();
+  int64_t after = std::numeric_limits<int64_t>::max();
   size_t i = 0;
   walk_memory(program, [&](const Task&, const MemoryBreakdown& device, int64_t) {
     const int64_t a = device[BufferRole::kActivation];
     // The state after task i.
-    if (i >= before_first && i < first) before = std::max(before, a);
+    if (before_at == n && i < first) before = std::max(before, a);
+    if (before_at != n && i >= before_at && i < first) before = std::min(before, a);
     if (i >= last && i < after_last) after = std::min(after, a);
     ++i;
   });

@@ -56,8 +56,9 @@ struct LayerCosts {
   // A lower bound on the activation bytes one layer's forward of one micro-batch leaves allocated
   // on the device until its backward (search/memory_bound.h): the probe's live activation bytes
   // after the layer's forward (the least of them between its last forward task and the next
-  // operation's first) less those before it (the most of them between the embedding's last task
-  // and the layer's first). 0 when the difference is not positive.
+  // operation's first) less those before it (the least of them between the embedding's last task
+  // and the layer's first; layer_probe.cc says why that is a lower bound). 0 when the difference
+  // is not positive.
   int64_t layer_stored_bytes = 0;
 };
 

@@ -45,6 +45,10 @@ struct SearchOptions {
   bool vary_batch = false;
   bool simulate = true;
   int jobs = 0;   // simulations at a time (0: the hardware threads)
+  // Processes that check and estimate the space (0: jobs): the enumeration is dealt to them by
+  // pipeline group as to MPI ranks, each share but the first in a forked child, and merged as
+  // rank 0 merges the ranks' shares, so the answer does not depend on it (only the timings do).
+  int estimate_jobs = 0;
   // Points whose memory one process plans at a time, each in a forked child but the first
   // (0: jobs); the walk's answer does not depend on it. Under MPI each rank plans one.
   int plan_jobs = 0;
@@ -52,6 +56,12 @@ struct SearchOptions {
   // this long (wall seconds), else one after the other here: a fork costs milliseconds, a 105-layer
   // plan seconds. 0: always forked (the tests).
   double fork_plans_from_s = 0.1;
+  // One process with the simulations: the walk's plans and the K simulations share the `jobs`
+  // process slots (a point's simulation starts as soon as the walk takes it, in the child that
+  // planned it), instead of the walk first and the simulations after it. The answer is the same
+  // either way (search_run.cc OverlappedWalk); false runs them one after the other (the tests
+  // compare both).
+  bool overlap = true;
   ResourceLimit limit;
   sim::SimOptions sim;
   std::function<void(size_t done, size_t total)> on_progress;

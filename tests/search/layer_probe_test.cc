@@ -142,5 +142,36 @@ TEST(LayerProbe, SequenceParallelReduceScatterRunsUnderTheWgrad) {
   EXPECT_LT(c.tp_comm_s, 4 * (ag + rs));  // what summing the collectives gave
 }
 
+// Under full recompute a layer's forward keeps only its output, the next layer's checkpointed
+// input (Megatron's full activation recomputation stores each layer's input, 2sbh bytes in
+// 16-bit: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+// Models"): seq x micro_batch x hidden elements of 2 bytes (fp16), and with Megatron
+// sequence parallelism each tp rank keeps its 1/tp of the sequence. OPT-13B (seq 2048, hidden
+// 5120, micro-batch 4, fp16; scenarios/offload/opt-13b-auto.textproto): 2048 x 4 x 5120 x 2 =
+// 83,886,080 bytes (80 MiB), under offload auto (the scenario's) and none, and / tp with SP.
+// Until Session 13 the probe reported 0 here (the layer's own Allocs before its first kernel were
+// counted as already live), so the memory bound and offload auto's eviction term saw no
+// activations at all.
+TEST(LayerProbe, FullRecomputeStoresTheLayersOutput) {
+  const std::string opt13 = std::string(TANDEM_SOURCE_DIR) + "/scenarios/offload/opt-13b-auto.textproto";
+  const int64_t seq = 2048, micro_batch = 4, hidden = 5120, fp16 = 2;
+  const int64_t checkpoint = seq * micro_batch * hidden * fp16;
+  ASSERT_EQ(checkpoint, 80 * 1024 * 1024);
+  for (const char* offload : {"auto", "none"}) {
+    const Scenario sc = load_scenario(opt13, {"strategy.recompute=full", std::string("strategy.offload=") + offload});
+    ASSERT_EQ(sc.model.seq_len, seq);
+    ASSERT_EQ(sc.model.hidden, hidden);
+    ASSERT_EQ(sc.strategy.micro_batch, micro_batch);
+    LayerProbes probes(sc.cluster);
+    EXPECT_EQ(probes.costs(sc).layer_stored_bytes, checkpoint) << "offload " << offload;
+  }
+  for (int tp : {2, 4}) {
+    const Scenario sc = load_scenario(opt13, {"strategy.recompute=full", "strategy.tp=" + std::to_string(tp),
+                                              "strategy.dp=" + std::to_string(8 / tp), "strategy.sp_mode=megatron"});
+    LayerProbes probes(sc.cluster);
+    EXPECT_EQ(probes.costs(sc).layer_stored_bytes, checkpoint / tp) << "tp " << tp << " with Megatron-SP";
+  }
+}
+
 }  // namespace
 }  // namespace tandem::search

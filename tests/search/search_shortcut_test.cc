@@ -292,5 +292,79 @@ TEST(SearchShortcuts, PlanningRoundsChangeNothing) {
   EXPECT_EQ(messages[0], messages[1]);
 }
 
+// The estimate over several processes (SearchOptions::estimate_jobs: the space dealt by pipeline
+// group, the shares beyond the first in forked children, merged as rank 0 merges MPI ranks'
+// shares) against one process: the same JSON (timings aside: every count, rule example, probe
+// count, the K best and their estimates), with --vary-batch too, and the same message where no
+// strategy is valid.
+TEST(SearchShortcuts, EstimateSharesChangeNothing) {
+  for (const bool vary : {false, true}) {
+    std::string texts[3];
+    for (int jobs : {1, 2, 3}) {
+      SearchOptions o;
+      o.gpus = vary ? 16 : 8, o.top = 16, o.simulate = false, o.vary_batch = vary, o.estimate_jobs = jobs;
+      const SearchResult r = run_search(kTiny, {}, o);
+      EXPECT_GT(r.valid, 0u);
+      texts[jobs - 1] = json_without_timings(r);
+    }
+    EXPECT_EQ(texts[0], texts[1]) << "vary_batch " << vary;
+    EXPECT_EQ(texts[0], texts[2]) << "vary_batch " << vary;
+  }
+  std::string messages[2];
+  for (int jobs : {1, 2}) {
+    SearchOptions o;
+    o.gpus = 7, o.top = 16, o.simulate = false, o.estimate_jobs = jobs;
+    try {
+      run_search(kTiny, {}, o);
+    } catch (const Error& e) {
+      messages[jobs - 1] = e.what();
+    }
+  }
+  EXPECT_NE(messages[0].find("no valid strategy"), std::string::npos) << messages[0];
+  EXPECT_EQ(messages[0], messages[1]);
+}
+
+// The walk and the simulations together (SearchOptions::overlap: plans and simulations share the
+// process slots, a point simulated by the child that planned it) against the walk first and the
+// simulations after it: the same JSON (timings aside: every count, the K best with their simulated
+// times and planned peaks, ties), where out-of-memory points lie between fitting ones (1.61 MB of
+// HBM) and at 80 GB, with plans forked from the first and planned here, and the same message where
+// nothing fits.
+TEST(SearchShortcuts, OverlapChangesNothing) {
+  const std::vector<std::string> fixed = {"strategy.recompute=none", "strategy.offload=none",
+                                          "software.overlap_param_gather=false", "software.tp_comm_overlap=false"};
+  for (const char* hbm : {"cluster.hbm_gib=0.0015", ""}) {
+    std::vector<std::string> sets = fixed;
+    if (*hbm) sets.push_back(hbm);
+    for (double fork_from : {0.0, 0.1}) {
+      std::string texts[2];
+      for (bool overlap : {false, true}) {
+        SearchOptions o;
+        o.gpus = 8, o.top = 6, o.jobs = 2, o.overlap = overlap, o.fork_plans_from_s = fork_from;
+        const SearchResult r = run_search(kTiny, sets, o);
+        ASSERT_EQ(r.best.size(), 6u);
+        for (const RankedPoint& p : r.best) EXPECT_EQ(p.simulated.status, sweep::PointStatus::kOk) << p.simulated.reason;
+        if (*hbm) {
+          EXPECT_GT(r.out_of_memory, 0u) << "no out-of-memory point between the fitting ones";
+        }
+        texts[overlap ? 1 : 0] = json_without_timings(r);
+      }
+      EXPECT_EQ(texts[0], texts[1]) << hbm << " fork_plans_from_s " << fork_from;
+    }
+  }
+  std::string messages[2];
+  for (bool overlap : {false, true}) {
+    SearchOptions o;
+    o.gpus = 1, o.top = 4, o.jobs = 2, o.overlap = overlap, o.fork_plans_from_s = 0;
+    try {
+      run_search(kTiny, {"cluster.hbm_gib=0.0009765625"}, o);
+    } catch (const Error& e) {
+      messages[overlap ? 1 : 0] = e.what();
+    }
+  }
+  EXPECT_NE(messages[0].find("fits nowhere"), std::string::npos) << messages[0];
+  EXPECT_EQ(messages[0], messages[1]);
+}
+
 }  // namespace
 }  // namespace tandem::search
