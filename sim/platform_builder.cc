@@ -45,6 +45,7 @@ FabricModel fabric_model(const ClusterSpec& cl, const NetworkEfficiency& eff, in
   FabricModel fabric;
   fabric.gpus_per_node = gpus_per_node;
   fabric.nics_per_node = nics_per_node;
+  fabric.gpus_per_pcie_switch = cl.gpus_per_pcie_switch;
   fabric.nvlink_bytes_s = cl.nvlink_bandwidth_gbps * 1e9 * eff.nvlink;
   fabric.nic_bytes_s = cl.nic_bandwidth_gbps * 1e9 * eff.nic;
   fabric.nvlink_latency_s = cl.nvlink_latency_us * 1e-6;
