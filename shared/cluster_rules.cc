@@ -100,6 +100,8 @@ ClusterSpec Resolver::cluster() const {
   at_least("cluster.host_simd_fp32_lanes", c.host_simd_fp32_lanes(), 0);
   at_most("cluster.host_simd_fp32_lanes", c.host_simd_fp32_lanes(), kMaxSimdLanes);
   spec.host_simd_fp32_lanes = c.host_simd_fp32_lanes();
+  if (c.has_host_cpu_vendor())
+    spec.host_cpu_vendor = choice("cluster.host_cpu_vendor", c.host_cpu_vendor(), kCpuVendorSpellings);
 
   if (c.has_inter_node_topology())
     spec.inter_node_topology = choice("cluster.inter_node_topology", c.inter_node_topology(), kTopologySpellings);

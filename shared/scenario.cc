@@ -56,6 +56,7 @@ const char* to_string(Recompute v) { return spelled(kRecomputeSpellings, v); }
 const char* to_string(Offload v) { return spelled(kOffloadSpellings, v); }
 const char* to_string(Topology v) { return spelled(kTopologySpellings, v); }
 const char* to_string(CollectiveAlgorithm v) { return spelled(kCollectiveAlgorithmSpellings, v); }
+const char* to_string(CpuVendor v) { return spelled(kCpuVendorSpellings, v); }
 const char* to_string(GradDType v) { return spelled(kGradDTypeSpellings, v); }
 const char* to_string(OptimizerStateDType v) { return spelled(kOptimizerStateDTypeSpellings, v); }
 const char* to_string(MasterParams v) { return spelled(kMasterParamsSpellings, v); }

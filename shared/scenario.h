@@ -24,6 +24,8 @@ enum class Recompute : uint8_t { kNone, kSelective, kFull };
 enum class Offload : uint8_t { kNone, kOptimizer, kParams, kAuto };
 enum class Topology : uint8_t { kFatTree, kRailOptimized };
 enum class CollectiveAlgorithm : uint8_t { kAuto, kRing, kTree };
+// cluster.host_cpu_vendor: the host CPUs as NCCL classes them (x86 Intel, x86 AMD, Arm).
+enum class CpuVendor : uint8_t { kIntel, kAmd, kArm };
 // software.grad_reduce_dtype: the training dtype, fp32, or fp32 for bf16 runs only (Megatron's
 // --accumulate-allreduce-grads-in-fp32: off by default, forced on for bf16).
 enum class GradDType : uint8_t { kParam, kFp32, kFp32IfBf16 };
@@ -44,6 +46,7 @@ const char* to_string(Recompute v);
 const char* to_string(Offload v);
 const char* to_string(Topology v);
 const char* to_string(CollectiveAlgorithm v);
+const char* to_string(CpuVendor v);
 const char* to_string(GradDType v);
 const char* to_string(OptimizerStateDType v);
 const char* to_string(MasterParams v);
@@ -97,6 +100,7 @@ struct ClusterSpec {
   int host_cores = 0;
   double host_core_ghz = 0;
   int host_simd_fp32_lanes = 0;
+  CpuVendor host_cpu_vendor = CpuVendor::kIntel;  // proto::Cluster field 29; NCCL's tuning reads it
 
   int nodes() const { return (gpus + gpus_per_node - 1) / gpus_per_node; }
   double peak_tflops(DType t) const;

@@ -47,5 +47,7 @@ inline constexpr Spelling<Topology> kTopologySpellings[] = {{Topology::kFatTree,
                                                             {Topology::kRailOptimized, "rail-optimized"}};
 inline constexpr Spelling<CollectiveAlgorithm> kCollectiveAlgorithmSpellings[] = {
     {CollectiveAlgorithm::kAuto, "auto"}, {CollectiveAlgorithm::kRing, "ring"}, {CollectiveAlgorithm::kTree, "tree"}};
+inline constexpr Spelling<CpuVendor> kCpuVendorSpellings[] = {
+    {CpuVendor::kIntel, "intel"}, {CpuVendor::kAmd, "amd"}, {CpuVendor::kArm, "arm"}};
 
 }  // namespace tandem

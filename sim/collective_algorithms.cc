@@ -60,7 +60,7 @@ void add_flow(CommPhase& p, int src, int dst, double bytes) {
 }
 
 // The flows of one ring pass in which every edge carries `bytes` in total (all channels).
-CommPhase ring_pass(const NodeLayout& l, double bytes) {
+CommPhase ring_pass(const NodeLayout& l, double bytes, const FabricModel& f) {
   CommPhase p;
   if (l.nodes.size() == 1) {
     const auto& m = l.nodes.front();
@@ -75,14 +75,37 @@ CommPhase ring_pass(const NodeLayout& l, double bytes) {
   }
   const int C = l.channels;
   const int N = static_cast<int>(l.nodes.size());
-  const int k = static_cast<int>(l.nodes.front().size());
   const double per_channel = bytes / C;
+  // Entry and exit of channel c on node j (NCCL's ring graph, see the header): the first member
+  // on the node's c-th NIC enters; the exit is the first member after it, in rank order from it,
+  // that reaches that NIC over PCIe; none: the entry's own NIC through an NVLink relay (PXN).
+  auto entry_of = [&](int j, int c) {
+    const auto& m = l.nodes[size_t(j)];
+    std::vector<int> nics;
+    for (int g : m)
+      if (std::find(nics.begin(), nics.end(), f.nic_index(g)) == nics.end()) nics.push_back(f.nic_index(g));
+    const int nic = nics[size_t(c) % nics.size()];
+    for (size_t i = 0; i < m.size(); ++i)
+      if (f.nic_index(m[i]) == nic) return i;
+    return size_t{0};
+  };
   for (int c = 0; c < C; ++c) {
     for (int j = 0; j < N; ++j) {
-      const auto& m = l.nodes[j];
-      // Enter at member c, visit every member, come back to member c over NVLink, leave by its NIC.
-      for (int t = 0; t < k; ++t) add_flow(p, m[(c + t) % k], m[(c + t + 1) % k], per_channel);
-      add_flow(p, m[c % k], l.nodes[(j + 1) % N][c % k], per_channel);
+      const auto& m = l.nodes[size_t(j)];
+      const size_t k = m.size();
+      const size_t e = entry_of(j, c);
+      size_t x = e;
+      for (size_t t = 1; t < k && x == e; ++t)
+        if (f.pcie_reaches_nic_of(m[(e + t) % k], m[e])) x = (e + t) % k;
+      // The visiting order: the entry, the others in rank order from it, the exit last.
+      std::vector<int> order{m[e]};
+      for (size_t t = 1; t < k; ++t)
+        if ((e + t) % k != x) order.push_back(m[(e + t) % k]);
+      if (x != e) order.push_back(m[x]);
+      for (size_t t = 0; t + 1 < order.size(); ++t) add_flow(p, order[t], order[t + 1], per_channel);
+      if (x == e && k > 1) add_flow(p, order.back(), m[e], per_channel);  // PXN: relay through the entry
+      const int leaves = x == e ? m[e] : m[x];
+      add_flow(p, leaves, l.nodes[size_t((j + 1) % N)][entry_of((j + 1) % N, c)], per_channel);
     }
   }
   return p;
@@ -187,11 +210,11 @@ CollectivePlan plan_collective(CollectiveOp op, const std::vector<int>& members,
       plan.step_bytes = chunk;
       plan.crosses_network = N > 1;
       if (granularity == Granularity::kPhase) {
-        CommPhase p = ring_pass(l, chunk * steps);
+        CommPhase p = ring_pass(l, chunk * steps, f);
         ring_hops(l, steps, p);
         plan.phases.push_back(std::move(p));
       } else {
-        const CommPhase step = ring_pass(l, chunk);
+        const CommPhase step = ring_pass(l, chunk, f);
         for (int s = 0; s < steps; ++s) {
           CommPhase p = step;
           ring_hops(l, 1, p);

@@ -8,9 +8,15 @@
 // Algorithms (n members, B = Collective::bytes, nccl-tests convention):
 //  - ring: all-reduce 2(n-1) steps of B/n, all-gather and reduce-scatter n-1 steps of B/n.
 //    Within a node the ring is one cycle over NVLink. A group spanning N nodes with k members on
-//    each runs C channels, C = the distinct NICs of a node's members (one ring per rail): channel c
-//    carries B/C, cycles through the node's members over NVLink and leaves every node through the
-//    NIC of member c to member c of the next node. Uncontended all-reduce time is
+//    each runs C channels, C = the distinct NICs of a node's members (one ring per rail), channel c
+//    carrying B/C, built as NCCL's ring search builds it (src/graph/search.cc at v2.18.3-1: "NET n
+//    -> GPU a -> GPU b -> .. -> GPU x -> NET n", :600, the same NIC both ways unless crossNic,
+//    :448): it enters a node at the first member on the channel's NIC (its local GPU), visits the
+//    other members over NVLink (k-1 hops) and leaves from the last, x. x is a member that reaches
+//    the NIC over PCIe (the same NIC, or the same PCIe switch: `gpus_per_pcie_switch`; NCCL's
+//    typeInter PIX/PXB, tried before PXN) when there is one, so that the channel crosses k-1 NVLink
+//    hops; otherwise x relays through the entry GPU over NVLink (PXN, paths.cc:583-597: GPU ->
+//    NIC direction only) and the channel crosses k. Uncontended all-reduce time is
 //    2(n-1)/n * B / bw + 2(n-1) * latency with bw the bottleneck per channel.
 //  - tree (all-reduce across nodes): NCCL's double binary tree over the nodes (even channels use
 //    the heap tree, odd channels its mirror), a chain inside each node; reduce up and broadcast
@@ -45,6 +51,9 @@ const char* to_string(Protocol p);
 struct FabricModel {
   int gpus_per_node = 8;
   int nics_per_node = 8;
+  // GPUs under one PCIe switch with their NICs (ClusterSpec::gpus_per_pcie_switch; 0 or 1: each GPU
+  // alone): a ring channel may leave a node from a GPU that shares its entry GPU's switch.
+  int gpus_per_pcie_switch = 0;
   double nvlink_bytes_s = 0;  // effective, per direction
   double nic_bytes_s = 0;
   double nvlink_latency_s = 0;
@@ -58,6 +67,12 @@ struct FabricModel {
   int node_of(int gpu) const { return gpu / gpus_per_node; }
   int nic_index(int gpu) const {
     return node_of(gpu) * nics_per_node + (gpu % gpus_per_node) * nics_per_node / gpus_per_node;
+  }
+  // Whether `gpu` reaches the NIC of `entry` (same node) over PCIe, without an NVLink relay.
+  bool pcie_reaches_nic_of(int gpu, int entry) const {
+    if (nic_index(gpu) == nic_index(entry)) return true;
+    const int per_switch = gpus_per_pcie_switch;
+    return per_switch >= 2 && (gpu % gpus_per_node) / per_switch == (entry % gpus_per_node) / per_switch;
   }
 };
 

@@ -45,6 +45,7 @@ FabricModel fabric_model(const ClusterSpec& cl, const NetworkEfficiency& eff, in
   FabricModel fabric;
   fabric.gpus_per_node = gpus_per_node;
   fabric.nics_per_node = nics_per_node;
+  fabric.gpus_per_pcie_switch = cl.gpus_per_pcie_switch;
   fabric.nvlink_bytes_s = cl.nvlink_bandwidth_gbps * 1e9 * eff.nvlink;
   fabric.nic_bytes_s = cl.nic_bandwidth_gbps * 1e9 * eff.nic;
   fabric.nvlink_latency_s = cl.nvlink_latency_us * 1e-6;
@@ -52,10 +53,11 @@ FabricModel fabric_model(const ClusterSpec& cl, const NetworkEfficiency& eff, in
   fabric.nvls = cl.gpu_name.find("H100") != std::string::npos || cl.gpu_name.find("H200") != std::string::npos ||
                 cl.gpu_name.find("H800") != std::string::npos;
   // NCCL's model distinguishes sm 70 / 80 / 90 (sim/nccl_tuner_model.h); a name that is none of
-  // these takes Ampere's row, the generation of the presets' A100. The CPU vendor: the scenario
-  // has no field for it, so Intel (cpu_amd false), docs/sim.md "Tuner".
+  // these takes Ampere's row, the generation of the presets' A100. The CPU vendor: the cluster's
+  // host_cpu_vendor (NCCL's AMD branches are x86 AMD only; Intel and Arm share the other).
   if (fabric.nvls) fabric.compute_capability = 90;
   else if (cl.gpu_name.find("V100") != std::string::npos) fabric.compute_capability = 70;
+  fabric.cpu_amd = cl.host_cpu_vendor == CpuVendor::kAmd;
   return fabric;
 }
 

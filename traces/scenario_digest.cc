@@ -104,6 +104,8 @@ std::string scenario_canonical_text(const Scenario& s) {
   t.add("cluster.host_cores", c.host_cores);
   t.add("cluster.host_core_ghz", c.host_core_ghz);
   t.add("cluster.host_simd_fp32_lanes", c.host_simd_fp32_lanes);
+  // Added after digests were recorded: a line only when not the default (intel).
+  if (c.host_cpu_vendor != CpuVendor::kIntel) t.add("cluster.host_cpu_vendor", to_string(c.host_cpu_vendor));
 
   const StrategySpec& st = s.strategy;
   t.add("strategy.dp", st.dp);

@@ -122,11 +122,12 @@ TEST(scenario_loader, PresetsAreComplete) {
   struct Expect {
     const char* preset;
     double fp16, tf32, hbm_gib, hbm_gbps, nvlink_gbps, nic_gbps, pcie_gbps;
+    CpuVendor cpu;  // DGX A100: 2x AMD EPYC 7742; DGX H100 and H200: 2x Intel Xeon Platinum 8480C
   };
   const Expect expects[] = {
-      {"dgx-a100-80g", 312, 156, 80, 2039, 300, 25, 32},
-      {"dgx-h100", 989.4, 494.7, 80, 3350, 450, 50, 64},
-      {"hgx-h200", 989.4, 494.7, 141, 4800, 450, 50, 64},
+      {"dgx-a100-80g", 312, 156, 80, 2039, 300, 25, 32, CpuVendor::kAmd},
+      {"dgx-h100", 989.4, 494.7, 80, 3350, 450, 50, 64, CpuVendor::kIntel},
+      {"hgx-h200", 989.4, 494.7, 141, 4800, 450, 50, 64, CpuVendor::kIntel},
   };
   for (const Expect& e : expects) {
     SCOPED_TRACE(e.preset);
@@ -152,6 +153,7 @@ TEST(scenario_loader, PresetsAreComplete) {
     EXPECT_EQ(c.host_memory_gib, 2048);
     EXPECT_EQ(c.inter_node_topology, Topology::kFatTree);
     EXPECT_EQ(c.oversubscription, 1);
+    EXPECT_EQ(c.host_cpu_vendor, e.cpu);
     EXPECT_EQ(c.nodes(), 2);
   }
 }
@@ -326,6 +328,8 @@ TEST(scenario_loader, BadSpellings) {
   expect_error(Doc().set("strategy.dtype", "\"fp4\""), "strategy.dtype", {"fp32, fp16, bf16, fp8"});
   expect_error(Doc().set("cluster.inter_node_topology", "\"fat_tree\""), "cluster.inter_node_topology",
                {"fat-tree, rail-optimized"});
+  expect_error(Doc().set("cluster.host_cpu_vendor", "\"epyc\""), "cluster.host_cpu_vendor",
+               {"unknown value \"epyc\"", "intel, amd, arm"});
   // Spellings are matched without regard to case.
   EXPECT_EQ(parse(Doc().set("strategy.pp_schedule", "\"GPipe\"")).strategy.pp_schedule, PpSchedule::kGpipe);
 }

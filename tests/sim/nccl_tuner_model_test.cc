@@ -6,7 +6,7 @@
 //   perChMaxTreeBws (102-106) Ampere {24, 23.6, 17.8}; perChMaxRingLL128Bws Ampere 20, Hopper 36.7;
 //   perChMaxTreeLL128Bws Ampere 20
 //   treeCorrectionFactor (375-379) at log2(bytes/64) = 10: LL .6, LL128 .6, Simple .6
-// netOverhead (111-118): Intel 1 us, x3 for Simple. Plateau (390-393): ring/Simple multi-node
+// netOverhead (111-118): Intel 1 us, AMD 2 us, x3 for Simple; llMaxBws AMD row {-, 22.5, 19.0}. Plateau (390-393): ring/Simple multi-node
 // all-reduce latency x1.4 on sm 80+. time = lat + bytes / (1000 * bw) us (396).
 //
 // The fabric is the dgx-a100-80g preset's with the fitted efficiencies (docs/sim.md): NVLink
@@ -19,8 +19,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "shared/scenario.h"
 #include "sim/nccl_tuner.h"
 #include "sim/nccl_tuner_model.h"
+#include "sim/platform_builder.h"
+#include "sim/simulation.h"
 
 namespace tandem::sim {
 namespace {
@@ -163,6 +166,56 @@ TEST(NcclTunerModel, ForcedAlgorithmOrProtocolStillChoosesTheRest) {
   // A tree forced on one node does not apply (no single-node tree plan): the ring, as before.
   NcclTuner one(a100(), false, Algorithm::kTree);
   EXPECT_EQ(one.choose(CollectiveOp::kAllReduce, range(8), B).algorithm, Algorithm::kRing);
+}
+
+// The hosts' CPU vendor (cluster.host_cpu_vendor; tuning.cc:111-118 netOverhead Intel 1 us, AMD 2 us,
+// x3 for Simple; :144 the llMaxBws row by vendor across nodes). 4 A100 nodes, one GPU each (a
+// data-parallel group at tp 8: n 4, N 4, 1 channel, busBw 23.875 = one NIC; nsteps 6 < nInterSteps 8),
+// all-reduce of 4 MiB:
+//   ring/LL128: busBw min(23.875 x .7 (ppn < 2), 1 x 20) = 16.7125, bw x 4/6 = 11.1417;
+//     lat 14 + (6 - 8) x max(1.9, netOverhead) + 8 x 4.0: Intel 42.2, AMD 42.0 us;
+//     time 42.2 + 4194304 / 11141.7 = 418.65 us (Intel), 418.45 (AMD);
+//   ring/Simple: bw 23.875 x 4/6 = 15.9167; lat 8.4 + (6 - 8) x max(3.4, 3 x netOverhead) + 8 x 14:
+//     Intel 113.6, AMD 108.4, x 1.4 (plateau: 4 MiB / 4 >= 64): 159.04, 151.76;
+//     time + 4194304 / 15916.7 = 263.52: Intel 422.56 us, AMD 415.28 us.
+// Intel: ring/LL128; AMD: ring/Simple (NCCL's formula takes the intra-node steps negative here, so
+// the larger AMD overhead lowers the latency: tuning.cc as written).
+TEST(NcclTunerModel, AmdHostsTakeTheirOwnRowAndOverhead) {
+  NcclModelShape s = shape(4, 4, 1, 23.875, 80);
+  EXPECT_NEAR(nccl_model_entry(CollectiveOp::kAllReduce, Algorithm::kRing, Protocol::kLL128, s).lat_us, 42.2, 1e-9);
+  EXPECT_NEAR(nccl_model_entry(CollectiveOp::kAllReduce, Algorithm::kRing, Protocol::kSimple, s).lat_us, 113.6, 1e-9);
+  s.cpu_amd = true;
+  EXPECT_NEAR(nccl_model_entry(CollectiveOp::kAllReduce, Algorithm::kRing, Protocol::kLL128, s).lat_us, 42.0, 1e-9);
+  EXPECT_NEAR(nccl_model_entry(CollectiveOp::kAllReduce, Algorithm::kRing, Protocol::kSimple, s).lat_us, 108.4, 1e-9);
+  EXPECT_NEAR(nccl_model_time_us(CollectiveOp::kAllReduce, Algorithm::kRing, Protocol::kSimple, s, 1 << 22),
+              108.4 * 1.4 + double(1 << 22) / (1000 * 23.875 * 4 / 6), 1e-6);
+  // llMaxBws across nodes: 2 nodes Intel 39.0, AMD 22.5 (ring/LL: min(llMaxBw, 191 / 4) x 16/30).
+  NcclModelShape two = shape(16, 2, 8, 191.0, 80);
+  two.cpu_amd = true;
+  EXPECT_NEAR(nccl_model_entry(CollectiveOp::kAllReduce, Algorithm::kRing, Protocol::kLL, two).bw_gbs,
+              22.5 * 16 / 30, 1e-9);
+  EXPECT_NEAR(nccl_model_entry(CollectiveOp::kAllReduce, Algorithm::kRing, Protocol::kLL, two).lat_us,
+              6.6 + 26 * 2.0 + 4 * 2.7, 1e-9);
+
+  const std::vector<int> rail = range(4, 8);  // GPU 0 of each of 4 nodes
+  FabricModel intel = a100(), amd = a100();
+  amd.cpu_amd = true;
+  NcclTuner on_intel(intel, false), on_amd(amd, false);
+  expect_choice(on_intel.choose(CollectiveOp::kAllReduce, rail, 1 << 22), Algorithm::kRing, Protocol::kLL128, "Intel");
+  expect_choice(on_amd.choose(CollectiveOp::kAllReduce, rail, 1 << 22), Algorithm::kRing, Protocol::kSimple, "AMD");
+}
+
+// The scenario carries the vendor to the fabric: the dgx-a100-80g preset's hosts are AMD EPYC 7742
+// (DGX A100 datasheet), dgx-h100's Intel Xeon Platinum 8480C (DGX H100 datasheet).
+TEST(NcclTunerModel, PresetsCarryTheirHostCpuVendor) {
+  for (auto [preset, amd] : {std::pair{"dgx-a100-80g", true}, std::pair{"dgx-h100", false},
+                             std::pair{"hgx-h200", false}}) {
+    const ClusterSpec cl = load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto",
+                                         {std::string("cluster.preset=") + preset, "cluster.gpus=16",
+                                          "strategy.global_batch=32"})
+                               .cluster;
+    EXPECT_EQ(fabric_model(cl, SimOptions{}.efficiency, 8, 8).cpu_amd, amd) << preset;
+  }
 }
 
 }  // namespace

@@ -72,6 +72,7 @@ std::vector<Mutation> cluster_mutations() {
       {"cluster.host_cores", [](Scenario& s) { s.cluster.host_cores = 128; }},
       {"cluster.host_core_ghz", [](Scenario& s) { s.cluster.host_core_ghz = 2.25; }},
       {"cluster.host_simd_fp32_lanes", [](Scenario& s) { s.cluster.host_simd_fp32_lanes = 8; }},
+      {"cluster.host_cpu_vendor", [](Scenario& s) { s.cluster.host_cpu_vendor = CpuVendor::kAmd; }},
   };
 }
 std::vector<Mutation> strategy_mutations() {
