@@ -8,6 +8,12 @@ correlation of the iteration time with each probe field, and the two states' med
 split into a fast and a slow group (iteration below / above the midpoint of min and max).
 
   tests/bench/host_state_probe.py [--bin build/bin] [--runs 12] [--steps 40] [--realtime] [--out DIR]
+  tests/bench/host_state_probe.py --predict DIR --profile PROFILE [--bin build/bin]
+
+--predict DIR: for every run of an earlier output DIR, the prediction of that run's configuration from
+PROFILE (a host profile of the same configuration, made in either state), plain and scaled to the
+probe taken before the run (`tandem sim --state-probe`), against the run's measured iteration time:
+whether scaling to the probe helps when the state changed between the calibration and the run.
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 
@@ -48,6 +54,26 @@ def spearman(a, b):
     return num / den if den else float("nan")
 
 
+def predict(a):
+    rows = json.load(open(os.path.join(a.predict, "rows.json")))
+    sim = [os.path.join(a.bin, "tandem-sim"), TINY] + SETS + ["--calibration", a.profile, "--json"]
+    plain = json.loads(sh(sim))["iteration_time_s"]
+    errs, serrs = [], []
+    print(f"profile {a.profile}: plain prediction {plain * 1e3:.2f} ms")
+    print(f"{'run':>3} {'measured':>9} {'plain err':>9} {'state pred':>10} {'state err':>9} {'comm x':>6} {'mem x':>6} {'comp x':>6}")
+    for i, r in enumerate(rows):
+        j = json.loads(sh(sim + ["--state-probe", os.path.join(a.predict, f"probe{i}.txt")]))
+        st, ratios = j["iteration_time_s"], j["prediction_interval"]["state_probe"]
+        m = r["iteration_s"]
+        errs.append((plain - m) / m)
+        serrs.append((st - m) / m)
+        print(f"{i + 1:>3} {m * 1e3:>6.2f} ms {100 * errs[-1]:>+8.1f}% {st * 1e3:>7.2f} ms {100 * serrs[-1]:>+8.1f}% "
+              f"{ratios['communication_ratio']:>6.3f} {ratios['memory_ratio']:>6.3f} {ratios['compute_ratio']:>6.3f}")
+    med = lambda v: statistics.median(abs(x) for x in v)
+    print(f"median |error|: plain {100 * med(errs):.1f} %, scaled to the probe {100 * med(serrs):.1f} %; worst "
+          f"{100 * max(abs(x) for x in errs):.1f} % / {100 * max(abs(x) for x in serrs):.1f} %")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
@@ -55,7 +81,11 @@ def main():
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--realtime", action="store_true")
     ap.add_argument("--out", default="")
+    ap.add_argument("--predict", default="")
+    ap.add_argument("--profile", default="")
     a = ap.parse_args()
+    if a.predict:
+        return predict(a)
     rt = ["chrt", "-f", "1"] if a.realtime else []
     out = a.out or tempfile.mkdtemp(prefix="state-probe-")
     os.makedirs(out, exist_ok=True)
