@@ -19,6 +19,7 @@
 #include "exec/run_args.h"
 #include "exec/runtime.h"
 #include "exec/stall_exchange.h"
+#include "exec/state_probe.h"
 #include "exec/step_stats.h"
 #include "shared/error.h"
 #include "shared/json_writer.h"
@@ -191,6 +192,9 @@ int run_rank_worker(const RunArgs& args) {
     }
     StepResult last = std::move(results[size_t(spread.representative)]);
     results.clear();
+    // The machine's state as this run saw it (a few ms, after the steps so that it does not
+    // disturb them): JSON state_probe, Trace.state_probe (docs/exec.md, "The machine's state").
+    const MachineStateProbe state = probe_machine_state(opt.yield_when_idle);
 
     // Per rank: losses, step wall times, peaks; gathered to rank 0.
     std::vector<double> mine;
@@ -225,6 +229,13 @@ int run_rank_worker(const RunArgs& args) {
             tb.memory(r, e[j], int64_t(e[j + 1]), int64_t(e[j + 2]));
         }
         proto::Trace trace = tb.finish();
+        proto::StateProbe& sp = *trace.mutable_state_probe();
+        sp.set_allreduce_256b_s(state.allreduce_256b_s);
+        sp.set_allreduce_16kib_s(state.allreduce_16kib_s);
+        sp.set_zero_fill_1mib_s(state.zero_fill_1mib_s);
+        sp.set_compute_s(state.compute_s);
+        sp.set_reps(uint32_t(state.reps));
+        sp.set_ranks(uint32_t(state.ranks));
         for (proto::Rank& pr : *trace.mutable_ranks()) {
           for (int s = 0; s < steps; ++s) pr.add_step_times_s(all[size_t(pr.rank()) * per + steps + s]);
           pr.set_traced_step(spread.representative);
@@ -270,6 +281,10 @@ int run_rank_worker(const RunArgs& args) {
         j.key("ranks").integer(world).key("blas_threads_per_rank").integer(args.blas_threads);
         j.key("bind").string(args.cores > 0 && world <= args.cores ? "core" : "none");
         j.key("yield_when_idle").boolean(yields_when_idle(world, args.cores, args.blas_threads)).end_object();
+        j.key("state_probe").begin_object().key("allreduce_256b_s").number(state.allreduce_256b_s, 6);
+        j.key("allreduce_16kib_s").number(state.allreduce_16kib_s, 6);
+        j.key("zero_fill_1mib_s").number(state.zero_fill_1mib_s, 6).key("compute_s").number(state.compute_s, 6);
+        j.key("reps").integer(state.reps).end_object();
         j.key("peak_memory_bytes").integer(max_peak);
         j.key("peak_memory_bytes_per_rank").begin_array();
         for (int r = 0; r < world; ++r) j.integer(peak[r]);

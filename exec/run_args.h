@@ -19,6 +19,7 @@ struct RunArgs {
   int cores = 0;         // hidden: online cores the launcher saw (0: not told)
   int blas_threads = 0;  // hidden: BLAS threads per rank the launcher set
   std::string probe_path;  // hidden: probe the collectives instead of training (exec/collective_probe.h)
+  std::string state_probe_path;  // --probe-state: the machine state probe alone (exec/state_probe.h)
 };
 
 // Where the ranks of a host run go: cores of this machine, BLAS threads per rank (always one: the

@@ -16,6 +16,7 @@
 #include "exec/collective_probe.h"
 #include "exec/host_driver.h"
 #include "exec/run_args.h"
+#include "exec/state_probe.h"
 #include "shared/cli_args.h"
 #include "shared/error.h"
 #include "shared/schedule.h"
@@ -48,6 +49,9 @@ int main(int argc, char** argv) {
       ("set", po::value(&a.sets)->composing(), "override a scenario field: --set strategy.tp=2 (repeatable)")
       ("trace", po::value(&a.trace_path), "write the measured trace of the last step to FILE")
       ("json", "print one JSON object instead of the summary")
+      ("probe-state", po::value(&a.state_probe_path),
+       "with -n RANKS, no scenario: take the machine state probe (all-reduces, zero fill, compute; a few ms) "
+       "under a run's placement and write it to FILE, for tandem sim --state-probe")
       ("timeout", po::value(&a.timeout_s), "seconds without progress before a rank aborts the run (default 60)")
       ("scenario", po::value(&a.scenario), "scenario file");
   po::options_description hidden;
@@ -63,10 +67,19 @@ int main(int argc, char** argv) {
   a.worker = vm.count("worker") > 0;
   return run_main("tandem run", [&] {
     if (a.worker && !a.probe_path.empty()) return exec::run_collective_probe_worker(a.probe_path, a.cores, a.blas_threads);
+    if (a.worker && !a.state_probe_path.empty())
+      return exec::run_state_probe_worker(a.state_probe_path, a.cores, a.blas_threads);
     if (a.worker) return exec::run_rank_worker(a);
-    reject_empty_paths(vm, {"trace", "probe-collectives"});
+    reject_empty_paths(vm, {"trace", "probe-collectives", "probe-state"});
     if (!a.probe_path.empty() && a.ranks < 1) throw Error("--probe-collectives: needs -n RANKS");
-    if (a.scenario.empty() && a.probe_path.empty()) throw Error("a scenario file is required (tandem run --help)");
+    if (!a.state_probe_path.empty() && a.ranks < 1) throw Error("--probe-state: needs -n RANKS");
+    if (!a.state_probe_path.empty() && !a.probe_path.empty())
+      throw Error("--probe-state and --probe-collectives: one probe at a time");
+    if (!a.state_probe_path.empty() && !a.scenario.empty())
+      throw Error("--probe-state: takes no scenario (a run takes the probe after its steps itself)");
+    if (!a.state_probe_path.empty()) a.probe_path.clear();
+    const bool probing = !a.probe_path.empty() || !a.state_probe_path.empty();
+    if (a.scenario.empty() && !probing) throw Error("a scenario file is required (tandem run --help)");
     if (a.steps < 1) throw Error("--steps: expected at least 1, got " + std::to_string(a.steps));
     if (!(a.timeout_s > 0)) throw Error("--timeout: expected a positive number of seconds");
     if (vm.count("ranks") && a.ranks < 1) throw Error("-n: expected at least 1 rank, got " + std::to_string(a.ranks));
@@ -78,7 +91,7 @@ int main(int argc, char** argv) {
     if (a.driver != "host" && a.driver != "cuda")
       throw Error("--driver: expected host or cuda, got '" + a.driver + "'");
     int ranks = a.ranks;
-    if (a.probe_path.empty()) {
+    if (!probing) {
       std::vector<std::string> sets = a.sets;
       if (a.ranks > 0) sets.push_back("cluster.gpus=" + std::to_string(a.ranks));
       if (a.driver == "host" && load_scenario(a.scenario, sets).strategy.dtype == DType::kFp8) {
@@ -122,6 +135,8 @@ int main(int argc, char** argv) {
                                     "--cores", std::to_string(place.cores), "--blas-threads", threads});
     if (!a.probe_path.empty())
       cmd.insert(cmd.end(), {"--probe-collectives", a.probe_path});
+    else if (!a.state_probe_path.empty())
+      cmd.insert(cmd.end(), {"--probe-state", a.state_probe_path});
     else
       cmd.insert(cmd.end(), {a.scenario, "--driver", a.driver, "--steps", std::to_string(a.steps), "--timeout",
                              std::to_string(a.timeout_s)});

@@ -33,9 +33,33 @@ CalibrationTable CalibrationTable::load(const std::string& path) {
   // A profile written by `tandem calibrate` (protobuf), or a hand-written text table; which one is
   // told from the bytes, and anything else is refused (traces/calibration/calibration_profile.h).
   const std::string bytes = read_input_file(path, "calibration file", kMaxProfileBytes);
+  if (calibration_file_kind(bytes, path) == CalibrationFileKind::kProfile) return from_profile(parse_calibration(bytes, path));
+  return load_table(bytes, path);
+}
+
+CalibrationTable CalibrationTable::load(const std::string& path, const MachineStateProbe& now) {
+  const std::string bytes = read_input_file(path, "calibration file", kMaxProfileBytes);
+  if (calibration_file_kind(bytes, path) != CalibrationFileKind::kProfile)
+    throw Error(path + ": --state-probe needs a profile from tandem calibrate, not a text table", ErrorKind::kBadInput);
+  proto::CalibrationProfile profile = parse_calibration(bytes, path);
+  if (profile.backend() != "host")
+    throw Error(path + ": --state-probe needs a host profile (this one is of backend '" + profile.backend() + "')",
+                ErrorKind::kBadInput);
+  const MachineStateProbe then = profile_state_probe(profile);
+  if (!then.valid())
+    throw Error(path + ": --state-probe: the profile holds no machine state probe (its runs were measured by a "
+                "tandem run that took none; calibrate again)", ErrorKind::kBadInput);
+  const StateRatios r = tandem::state_ratios(now, then);
+  scale_to_state(profile, r);
+  CalibrationTable t = from_profile(profile);
+  t.has_state_ = true;
+  t.state_ = r;
+  return t;
+}
+
+CalibrationTable CalibrationTable::from_profile(const proto::CalibrationProfile& profile) {
   CalibrationTable t;
-  if (calibration_file_kind(bytes, path) == CalibrationFileKind::kProfile) {
-    const proto::CalibrationProfile profile = parse_calibration(bytes, path);
+  {
     // Means (a step's total is made of them; medians hide the heavy tail) where the profile has
     // them, each the kernel's own time as measured. The runtime's time between kernels is a cost
     // of its own (gap_s), not part of any kernel (docs/exec.md, "Where the time goes").
@@ -70,6 +94,10 @@ CalibrationTable CalibrationTable::load(const std::string& path) {
     if (host) t.host_collectives_ = HostCollectiveModel(by_op, probed_collectives(profile), mean_collective_wait_s(profile));
     return t;
   }
+}
+
+CalibrationTable CalibrationTable::load_table(const std::string& bytes, const std::string& path) {
+  CalibrationTable t;
   std::istringstream in(bytes);
   std::string line;
   int no = 0;

@@ -26,6 +26,7 @@
 #include "sim/host_memory_model.h"
 #include "sim/kernel_curves.h"
 #include "sim/prediction_interval_calibrated.h"
+#include "traces/calibration/machine_state_probe.h"
 
 namespace tandem::sim {
 
@@ -42,6 +43,11 @@ class CalibrationTable {
   // regular file or over kMaxProfileBytes (shared/input_file.h), empty, a table with no entry, a
   // bad line, a trace or other file given as a profile (traces/calibration/calibration_profile.h).
   static CalibrationTable load(const std::string& path);
+  // A host profile predicted for the machine's state now (`tandem sim --state-probe`,
+  // traces/calibration/machine_state_probe.h): its communication, Alloc/Free and kernel costs each
+  // scaled by the probe's ratio of `now` to the profile's own probe for that kind of cost. Error (bad input) when the
+  // file is not a host profile or holds no state probe (calibrated from runs that took none).
+  static CalibrationTable load(const std::string& path, const MachineStateProbe& now);
   void add(Kernel k, DType t, const std::array<int64_t, 6>& dims, double time_s);
   // The measured time, or a negative value when the table does not cover the task.
   double find(const Compute& c) const;
@@ -68,9 +74,16 @@ class CalibrationTable {
   bool host_profile() const { return host_profile_; }
   // The measured runs it was made from (CalibrationProfile.runs; empty in older profiles).
   const std::vector<CalibrationRunSpread>& runs() const { return runs_; }
+  // The ratios a --state-probe prediction scaled by; has_state() false otherwise.
+  bool has_state() const { return has_state_; }
+  const StateRatios& state_ratios() const { return state_; }
 
  private:
   bool host_profile_ = false;
+  bool has_state_ = false;
+  StateRatios state_;
+  static CalibrationTable from_profile(const proto::CalibrationProfile& profile);
+  static CalibrationTable load_table(const std::string& bytes, const std::string& path);
   std::vector<CalibrationRunSpread> runs_;
   int blas_threads_per_rank_ = 0, cores_ = 0;
   HostMemoryModel host_memory_;

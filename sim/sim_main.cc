@@ -11,6 +11,7 @@
 #include "shared/cli_args.h"
 #include "shared/error.h"
 #include "shared/generation_heap.h"
+#include "shared/input_file.h"
 #include "shared/schedule.h"
 #include "sim/sim_report.h"
 #include "sim/simulation.h"
@@ -20,6 +21,7 @@
 #include "traces/chakra/chakra_reader.h"
 #include "traces/chrome_json.h"
 #include "traces/trace_io.h"
+#include "traces/calibration/machine_state_probe.h"
 
 namespace po = boost::program_options;
 using namespace tandem;
@@ -56,7 +58,7 @@ struct TemporaryFile {
 int main(int argc, char** argv) {
   // The count (sim::count_sim_work) generates the class programs one after another.
   tandem::keep_generation_heap();
-  std::string scenario_path, trace_path, timeline_path, calibration_path, chakra_prefix;
+  std::string scenario_path, trace_path, timeline_path, calibration_path, chakra_prefix, state_probe_path;
   std::string chakra_durations = "exact";
   std::string granularity = "phase", algorithm = "auto", protocol = "auto";
   std::vector<std::string> sets;
@@ -74,6 +76,7 @@ int main(int argc, char** argv) {
       ("protocol", po::value(&protocol), "NCCL protocol: auto, LL, LL128 or Simple")
       ("ideal-network", "links at datasheet bandwidth, no protocol costs (alpha-beta closed forms)")
       ("calibration", po::value(&calibration_path), "measured kernel times: a profile from tandem calibrate (.pb) or a TSV (kernel, dtype, dims, time_us)")
+      ("state-probe", po::value(&state_probe_path), "with a host --calibration profile: a machine state probe taken now (tandem run --probe-state FILE -n RANKS); the profile's communication and Alloc/Free costs are scaled by its ratio to the calibration runs' probe, kernels keep their calibrated times (docs/exec.md)")
       ("reserved-gib", po::value(&reserved_gib), "device memory held before the first allocation (CUDA context, NCCL)")
       ("max-memory", po::value(&max_memory_gib), "refuse a run estimated to need more than GIB of memory (default: half the RAM)")
       ("max-time", po::value(&max_time), "refuse a run estimated to take longer than DURATION of wall time: 90s, 30m, 2h; 0 for no limit (default 1h)")
@@ -87,7 +90,9 @@ int main(int argc, char** argv) {
   po::variables_map vm;
   if (auto stop = parse_scenario_command_line("tandem sim", argc, argv, opts, vm)) return *stop;
   return run_main("tandem sim", [&] {
-    reject_empty_paths(vm, {"trace", "timeline", "calibration", "chakra"});
+    reject_empty_paths(vm, {"trace", "timeline", "calibration", "chakra", "state-probe"});
+    if (!state_probe_path.empty() && calibration_path.empty())
+      throw Error("--state-probe: only with --calibration PROFILE", ErrorKind::kBadInput);
     if (vm.count("chakra-durations") && chakra_prefix.empty())
       throw Error("--chakra-durations: only with --chakra PREFIX", ErrorKind::kBadInput);
     sim::SimOptions o;
@@ -101,7 +106,11 @@ int main(int argc, char** argv) {
     else if (protocol == "Simple") o.protocol = sim::Protocol::kSimple;
     else if (protocol != "auto") throw Error("--protocol: expected auto, LL, LL128 or Simple, got '" + protocol + "'");
     o.ideal_network = vm.count("ideal-network") > 0;
-    if (!calibration_path.empty())
+    if (!calibration_path.empty() && !state_probe_path.empty())
+      o.calibration = std::make_shared<sim::CalibrationTable>(sim::CalibrationTable::load(
+          calibration_path,
+          parse_state_probe(read_input_file(state_probe_path, "state probe", 1 << 16), state_probe_path)));
+    else if (!calibration_path.empty())
       o.calibration = std::make_shared<sim::CalibrationTable>(sim::CalibrationTable::load(calibration_path));
     if (reserved_gib < 0) throw Error("--reserved-gib: expected a non-negative size");
     o.reserved_device_bytes = static_cast<int64_t>(reserved_gib * 1073741824.0);

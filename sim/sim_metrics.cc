@@ -41,6 +41,10 @@ void finalize_metrics(SimResult& r, const Scenario& sc, const CalibrationTable* 
     r.interval_evidence = c.evidence;
     r.interval_spread_half_width = c.spread_half_width;
     r.interval_calibration_runs = int(calibration->runs().size());
+    if (calibration->has_state())
+      r.state_communication_ratio = calibration->state_ratios().communication,
+      r.state_memory_ratio = calibration->state_ratios().memory,
+      r.state_compute_ratio = calibration->state_ratios().compute;
   } else if (!r.oom && !r.ranks.empty()) {
     iv = prediction_interval(t, r.ranks[r.slowest_rank].component_s, ResidualTable::builtin());
   }

@@ -45,8 +45,14 @@ std::string interval_evidence_text(const SimResult& r) {
     s += "the " + std::to_string(r.interval_calibration_runs) + " calibration run" +
          (r.interval_calibration_runs == 1 ? "'s" : "s'") + " spread +-" +
          format_number("%.1f", 100 * r.interval_spread_half_width) + " % and ";
-  return s + "the host twin bench's residuals (" + std::to_string(bench.rows) +
-         " rows, traces/calibration/host_twin_residuals.tsv), the wider per side";
+  s += "the host twin bench's residuals (" + std::to_string(bench.rows) +
+       " rows, traces/calibration/host_twin_residuals.tsv), the wider per side";
+  if (r.state_communication_ratio > 0)
+    s += "; costs scaled to the machine's state now (state probe: communication x" +
+         format_number("%.3f", r.state_communication_ratio) + ", Allocs/Frees x" +
+         format_number("%.3f", r.state_memory_ratio) + ", kernels x" +
+         format_number("%.3f", r.state_compute_ratio) + ")";
+  return s;
 }
 
 }  // namespace
@@ -172,6 +178,13 @@ void write_json(std::ostream& out, const Schedule& schedule, const SimResult& r)
     num("q50", bench.q50);
     num("q90", bench.q90);
     j.end_object();
+    if (r.state_communication_ratio > 0) {
+      j.key("state_probe").begin_object();
+      num("communication_ratio", r.state_communication_ratio);
+      num("memory_ratio", r.state_memory_ratio);
+      num("compute_ratio", r.state_compute_ratio);
+      j.end_object();
+    }
   }
   j.key("busy_s").begin_object();
   const RankStats none{};

@@ -80,6 +80,9 @@ std::string encode_sim_result(const SimResult& r) {
   p.set_interval_evidence(uint32_t(r.interval_evidence));
   p.set_interval_spread_half_width(r.interval_spread_half_width);
   p.set_interval_calibration_runs(r.interval_calibration_runs);
+  p.set_state_communication_ratio(r.state_communication_ratio);
+  p.set_state_memory_ratio(r.state_memory_ratio);
+  p.set_state_compute_ratio(r.state_compute_ratio);
   return p.SerializeAsString();
 }
 
@@ -152,6 +155,9 @@ SimResult decode_sim_result(const std::string& bytes) {
   r.interval_evidence = IntervalEvidence(p.interval_evidence());
   r.interval_spread_half_width = p.interval_spread_half_width();
   r.interval_calibration_runs = p.interval_calibration_runs();
+  r.state_communication_ratio = p.state_communication_ratio();
+  r.state_memory_ratio = p.state_memory_ratio();
+  r.state_compute_ratio = p.state_compute_ratio();
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "shared/error.h"
+#include "sim/prediction_interval_calibrated.h"
 #include "traces/trace_columns.h"
 #include "traces/trace_writer.h"
 
@@ -30,6 +31,20 @@ void write_sim_trace(const Schedule& schedule, const SimResult& r, const std::st
       trace_header(schedule, "sim", schedule.scenario().cluster.gpu_name + " (SimGrid model)", labels);
   header.set_iteration_time_low_s(r.iteration_time_low_s);
   header.set_iteration_time_high_s(r.iteration_time_high_s);
+  if (r.interval_evidence != IntervalEvidence::kReferenceResiduals) {  // sim/prediction_interval_calibrated.h
+    const HostBenchResiduals& bench = HostBenchResiduals::builtin();
+    proto::IntervalEvidence& e = *header.mutable_interval_evidence();
+    e.set_name(interval_evidence_name(r.interval_evidence));
+    e.set_calibration_runs(uint32_t(r.interval_calibration_runs));
+    e.set_calibration_spread_half_width(r.interval_spread_half_width);
+    e.set_bench_rows(uint32_t(bench.rows));
+    e.set_bench_q10(bench.q10);
+    e.set_bench_q50(bench.q50);
+    e.set_bench_q90(bench.q90);
+    e.set_state_communication_ratio(r.state_communication_ratio);
+    e.set_state_memory_ratio(r.state_memory_ratio);
+    e.set_state_compute_ratio(r.state_compute_ratio);
+  }
   TraceWriter writer(path, header);
   proto::Rank record;
   std::vector<TraceEvent> events;

@@ -156,6 +156,10 @@ struct SimResult {
   IntervalEvidence interval_evidence = IntervalEvidence::kReferenceResiduals;
   double interval_spread_half_width = -1;
   int interval_calibration_runs = 0;
+  // A --state-probe prediction (sim/compute_cost_model.h): the ratios of the machine state probe
+  // now to the calibration's that its communication, Alloc/Free and kernel costs were scaled by;
+  // 0: none.
+  double state_communication_ratio = 0, state_memory_ratio = 0, state_compute_ratio = 0;
 
   // What the simulator did.
   uint64_t flows = 0;

@@ -33,11 +33,14 @@ proto::Trace header_of(const proto::Trace& t) {
   return h;
 }
 
-// The fields written after the ranks (field-number order): the prediction interval.
+// The fields written after the ranks (field-number order): the prediction interval, the state
+// probe, the interval's evidence.
 proto::Trace after_ranks_of(const proto::Trace& t) {
   proto::Trace a;
   if (t.has_iteration_time_low_s()) a.set_iteration_time_low_s(t.iteration_time_low_s());
   if (t.has_iteration_time_high_s()) a.set_iteration_time_high_s(t.iteration_time_high_s());
+  if (t.has_state_probe()) *a.mutable_state_probe() = t.state_probe();
+  if (t.has_interval_evidence()) *a.mutable_interval_evidence() = t.interval_evidence();
   return a;
 }
 

@@ -13,6 +13,12 @@ none of them part of it. The header names the runs (their date, load, calibratio
 this commit and the command, so that the table says what it was measured on; refit it (and say so
 in docs/exec.md) when the host model changes. The rows are of this machine (the 2-vCPU development
 VM) and the tiny GPT: a residual of the model on them, not a law for other machines.
+
+--held-out also measures the interval's held-out coverage, leaving one bench run out at a time: the
+quantiles fit on the other runs' rows, the run's own calibration spread h from its rows.json (as
+sim/prediction_interval_calibrated.cc computes it from the profile: 0.95 x the median step IQR and
+1.28155 x the runs' relative standard deviation, in quadrature), and per row whether the measured
+time lies in t [q50 - max(q50 - q10, h), q50 + max(q90 - q50, h)] held to include t. Printed, not written.
 """
 import argparse, json, math, os, subprocess, sys, time
 
@@ -32,16 +38,61 @@ def commit():
         return "unknown"
 
 
+HALF_WIDTH_PER_IQR = 1.2815516 / 1.3489795
+HALF_WIDTH_PER_SIGMA = 1.2815516
+
+
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+
+def spread_half_width(j):
+    """h of sim/prediction_interval_calibrated.cc from a bench run's calibration runs."""
+    iqrs, times = j.get("calibration_relative_iqr", []), j.get("calibration_iteration_s", [])
+    s = 0.0
+    if len(times) >= 2:
+        mean = sum(times) / len(times)
+        s = math.sqrt(sum((x - mean) ** 2 for x in times) / (len(times) - 1)) / median(times)
+    if not iqrs and len(times) < 2:
+        return -1.0
+    step = HALF_WIDTH_PER_IQR * median(iqrs) if iqrs else 0.0
+    return math.hypot(step, HALF_WIDTH_PER_SIGMA * s)
+
+
+def held_out(runs_json, names):
+    inside_all = total = 0
+    for i, j in enumerate(runs_json):
+        others = [r["measured_s"] / r["predicted_s"] for k, o in enumerate(runs_json) if k != i for r in o["rows"]]
+        q10, q50, q90 = (quantile(others, p) for p in (0.1, 0.5, 0.9))
+        h = spread_half_width(j)
+        inside = 0
+        for r in j["rows"]:
+            t = r["predicted_s"]
+            lo = max(0.0, min(t, t * (q50 - max(q50 - q10, h))))
+            hi = max(t, t * (q50 + max(q90 - q50, h)))
+            inside += lo <= r["measured_s"] <= hi
+        inside_all += inside
+        total += len(j["rows"])
+        print(f"held out {names[i]}: {inside} of {len(j['rows'])} inside (others' rows q10 {q10:.4f} q50 {q50:.4f} "
+              f"q90 {q90:.4f}, h {h:.4f})")
+    print(f"held-out coverage, one run left out at a time: {inside_all} of {total} ({100 * inside_all / total:.0f} %) "
+          f"for a nominal 80 %")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dirs", nargs="+", help="output directories of tests/bench/host_twin_error.py runs")
     ap.add_argument("--out", default=os.path.join(ROOT, "traces", "calibration", "host_twin_residuals.tsv"))
     ap.add_argument("--note", default="", help="a line for the header (what the machine was doing)")
+    ap.add_argument("--held-out", action="store_true", help="also the leave-one-run-out coverage of the interval")
     a = ap.parse_args()
-    ratios, runs = [], []
+    ratios, runs, runs_json = [], [], []
     for d in a.dirs:
         with open(os.path.join(d, "rows.json")) as f:
             j = json.load(f)
+        runs_json.append(j)
         rows = j["rows"]
         if not rows:
             sys.exit(f"{d}/rows.json holds no row")
@@ -68,6 +119,8 @@ def main():
     with open(a.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"{a.out}: {len(ratios)} rows, q10 {q10:.4f}, q50 {q50:.4f}, q90 {q90:.4f}")
+    if a.held_out:
+        held_out(runs_json, a.dirs)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,12 @@ configuration drifts by more than the targets between runs, and a single calibra
 caught a slow or noisy moment set every prediction of its profile (docs/exec.md, session 11 quiet
 runs).
 
+Each row is also predicted for the machine's state at that moment (`tandem run --probe-state`
+right before the prediction, `tandem sim --state-probe`: the profile's communication and Alloc/Free
+costs scaled by the probe's ratio to the calibration runs' own probes, kernels as calibrated;
+docs/exec.md "The machine's state, probed"): columns `state pred` and `state err`, and the probe's
+ratios. --no-state-probe leaves it out.
+
 Each row also gives the prediction interval `tandem sim` printed (its 80 % band,
 sim/prediction_interval_calibrated.h) and whether the measured time fell inside; DIR/rows.json keeps
 every row (predicted, measured, interval, evidence, load) for tests/bench/fit_host_twin_residuals.py.
@@ -76,11 +82,17 @@ def run(b, name, ranks, extra, steps, out):
     return j, trace
 
 
-def predict(b, name, ranks, extra, profile, out):
-    trace = os.path.join(out, name + ".predicted.trace")
+def predict(b, name, ranks, extra, profile, out, state_probe=None):
+    trace = os.path.join(out, name + (".state" if state_probe else "") + ".predicted.trace")
     j = json.loads(sh([os.path.join(b, "tandem-sim"), TINY] + sets_of(ranks, extra) +
-                      ["--calibration", profile, "--json", "--trace", trace]))
+                      ["--calibration", profile, "--json", "--trace", trace] +
+                      (["--state-probe", state_probe] if state_probe else [])))
     return j, trace
+
+
+def probe_state(b, ranks, path):
+    sh(REALTIME + [os.path.join(b, "tandem-run"), "--probe-state", path, "-n", str(ranks)])
+    return path
 
 
 def per_task_median_error(b, predicted, measured, out):
@@ -108,6 +120,7 @@ def main():
     ap.add_argument("--realtime", action="store_true", help="run the measurements under chrt -f 1")
     ap.add_argument("--rt-priority", type=int, default=1, help="the SCHED_FIFO priority of --realtime")
     ap.add_argument("--calibration-runs", type=int, default=3, help="calibrate over this many runs")
+    ap.add_argument("--no-state-probe", action="store_true", help="no prediction for the machine's state now")
     a = ap.parse_args()
     if a.realtime:
         REALTIME[:] = ["chrt", "-f", str(a.rt_priority)]
@@ -136,7 +149,7 @@ def main():
     rows = []
     records = []
     print(f"{'config':<15} {'ranks':>5} {'predicted':>11} {'measured':>11} {'error':>8} {'IQR':>6} {'task med':>9} "
-          f"{'80 % interval':>19} {'in':>3} {'load':>5}")
+          f"{'80 % interval':>19} {'in':>3} {'load':>5} {'state pred':>11} {'state err':>9} {'comm x':>6} {'mem x':>6}")
     evidence = set()
     for name, ranks, extra in CONFIGS:
         if only and name not in only:
@@ -147,6 +160,12 @@ def main():
         pj, ptrace = predict(a.bin, name, ranks, extra, profile, out)  # the prediction first
         pred = pj["iteration_time_s"]
         lo, hi = pj["iteration_time_interval_s"]
+        spred, sratio = None, {}
+        if not a.no_state_probe and ranks >= 2:  # a probe needs two ranks
+            sj, _ = predict(a.bin, name, ranks, extra, profile, out,
+                            probe_state(a.bin, ranks, os.path.join(out, name + ".state-probe.txt")))
+            spred = sj["iteration_time_s"]
+            sratio = sj["prediction_interval"].get("state_probe", {})
         evidence.add(pj["prediction_interval"].get("evidence", "reference-residuals"))
         meas, mtrace = run(a.bin, name, ranks, extra, a.steps, out)
         m = meas["iteration_time_s"]
@@ -155,22 +174,35 @@ def main():
         iqr = meas["steady_state"]["relative_iqr"]
         inside = lo <= m <= hi
         load = os.getloadavg()[0]
-        rows.append((name, err, task, inside))
+        serr = (spred - m) / m if spred else None
+        rows.append((name, err, task, inside, serr))
         records.append({"config": name, "ranks": ranks, "predicted_s": pred, "measured_s": m, "measured_relative_iqr": iqr,
                         "interval_s": [lo, hi], "evidence": pj["prediction_interval"].get("evidence", "reference-residuals"),
-                        "per_task_median_error": task, "load": load})
+                        "per_task_median_error": task, "load": load, "state_predicted_s": spred,
+                        "state_ratios": sratio, "state_probe_in_run": meas.get("state_probe")})
         print(f"{name:<15} {ranks:>5} {pred*1e3:>8.2f} ms {m*1e3:>8.2f} ms {100*err:>+7.1f}% {100*iqr:>5.1f}% "
-              f"{100*task:>+8.1f}% {lo*1e3:>7.2f} .. {hi*1e3:>6.2f} ms {'yes' if inside else 'no':>3} {load:>5.1f}", flush=True)
-    others = [abs(e) for n, e, _, _ in rows if n != CALIBRATION[0]]
-    own = [abs(e) for n, e, _, _ in rows if n == CALIBRATION[0]]
+              f"{100*task:>+8.1f}% {lo*1e3:>7.2f} .. {hi*1e3:>6.2f} ms {'yes' if inside else 'no':>3} {load:>5.1f}" +
+              (f" {spred*1e3:>8.2f} ms {100*serr:>+8.1f}% {sratio.get('communication_ratio', 0):>6.3f} "
+               f"{sratio.get('memory_ratio', 0):>6.3f}" if spred else ""), flush=True)
+    others = [abs(e) for n, e, _, _, _ in rows if n != CALIBRATION[0]]
+    own = [abs(e) for n, e, _, _, _ in rows if n == CALIBRATION[0]]
     if own:
         print(f"own calibration configuration (a second run): |error| {100*own[0]:.1f} %")
     if others:
         print(f"other configurations ({len(others)}): median |error| {100*statistics.median(others):.1f} %, "
               f"worst {100*max(others):.1f} %")
-    tasks = [abs(t) for _, _, t, _ in rows if t == t]
+    tasks = [abs(t) for _, _, t, _, _ in rows if t == t]
     if tasks:
         print(f"per-task median error: median over configurations {100*statistics.median(tasks):.1f} %")
+    sothers = [abs(se) for n, _, _, _, se in rows if n != CALIBRATION[0] and se is not None]
+    sown = [abs(se) for n, _, _, _, se in rows if n == CALIBRATION[0] and se is not None]
+    if sown:
+        print(f"  for the state probed now: own |error| {100*sown[0]:.1f} %", end="")
+    if sothers:
+        print(f"; other configurations ({len(sothers)}): median |error| {100*statistics.median(sothers):.1f} %, "
+              f"worst {100*max(sothers):.1f} %", end="")
+    if sown or sothers:
+        print()
     if rows:
         print(f"interval coverage: {sum(1 for r in rows if r[3])} of {len(rows)} measured times inside the predicted "
               f"80 % interval (evidence: {', '.join(sorted(evidence))})")
@@ -179,6 +211,7 @@ def main():
                    "calibration_runs": a.calibration_runs, "realtime": a.realtime, "cores": cores,
                    "calibration_iteration_s": [c["iteration_time_s"] for c in cal_runs],
                    "calibration_relative_iqr": [c["steady_state"]["relative_iqr"] for c in cal_runs],
+                   "calibration_state_probe": [c.get("state_probe") for c in cal_runs],
                    "rows": records}, f, indent=1)
     print(f"files in {out}")
 

@@ -264,6 +264,31 @@ TEST(Calibration, SeveralRunsTakeTheMedianOverRunsOfEachRunsMean) {
   EXPECT_EQ(p.runs_size(), 3);
 }
 
+// The runs' machine state probes (Trace.state_probe): per field the median over the runs that
+// carry one. Zero fills 7, 10, 8 us -> 8 us; with one run without a probe, the other two's
+// median (their average): all-reduce 16 KiB (3 + 5) / 2 = 4 us.
+TEST(Calibration, TheRunsStateProbesTakeTheirMedian) {
+  const Schedule s = testing::sample_schedule();
+  proto::Trace a = measured(s), b = measured(s), c = measured(s);
+  const auto set = [](proto::Trace& t, double ar16k, double fill) {
+    proto::StateProbe& p = *t.mutable_state_probe();
+    p.set_allreduce_256b_s(0.5e-6), p.set_allreduce_16kib_s(ar16k), p.set_zero_fill_1mib_s(fill), p.set_compute_s(2e-6);
+  };
+  set(a, 3e-6, 7e-6), set(b, 5e-6, 10e-6), set(c, 4e-6, 8e-6);
+  proto::CalibrationProfile p = make_calibration(s, {{&a, "a.trace"}, {&b, "b.trace"}, {&c, "c.trace"}});
+  ASSERT_TRUE(p.has_state_probe());
+  EXPECT_EQ(p.state_probe().runs(), 3u);
+  EXPECT_DOUBLE_EQ(p.state_probe().zero_fill_1mib_s(), 8e-6);
+  EXPECT_DOUBLE_EQ(p.state_probe().allreduce_16kib_s(), 4e-6);
+  c.clear_state_probe();
+  p = make_calibration(s, {{&a, "a.trace"}, {&b, "b.trace"}, {&c, "c.trace"}});
+  EXPECT_EQ(p.state_probe().runs(), 2u);
+  EXPECT_DOUBLE_EQ(p.state_probe().allreduce_16kib_s(), 4e-6);
+  EXPECT_DOUBLE_EQ(p.state_probe().zero_fill_1mib_s(), 8.5e-6);
+  a.clear_state_probe(), b.clear_state_probe();
+  EXPECT_FALSE(make_calibration(s, {{&a, "a.trace"}, {&b, "b.trace"}}).has_state_probe());
+}
+
 // Time between kernels, less the Allocs and Frees in between. Both ranks: Alloc [0, 0.1] ms, gemm
 // [0.1, 1.0], Free [1.2, 1.5], attention [2.0, 3.0], layernorm [3.1, 4.0] (the others later). The
 // gemm has no earlier kernel; attention could start at 1.0 and started at 2.0, of which 0.3 ms

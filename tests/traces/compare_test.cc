@@ -313,6 +313,73 @@ TEST(Compare, MeasurementAgainstThePredictionInterval) {
   EXPECT_EQ(b_in_a_interval(compare_traces(a, b)), 1);
 }
 
+// A calibrated host prediction carries what its interval was made from (Trace.interval_evidence,
+// sim/prediction_interval_calibrated.h): compare shows it beside the error and the measured spread,
+// in the text, the JSON headline and the HTML page; the default interval and a measured trace's
+// state probe likewise (null / absent when the trace has none).
+TEST(Compare, ShowsTheIntervalsEvidenceAndTheMeasuredStateProbe) {
+  Schedule s = testing::sample_schedule();
+  proto::Trace a = serial_trace(s, 1.0);
+  proto::Trace b = serial_trace(s, 1.1);
+  a.set_iteration_time_low_s(2.2);
+  a.set_iteration_time_high_s(2.8);
+  Comparison c = compare_traces(a, b);
+  EXPECT_FALSE(c.a.has_evidence);
+  Json root = JsonParser::parse(comparison_json(c));
+  EXPECT_EQ(root.at("headline").at("a_interval_evidence").type, Json::kNull);
+  EXPECT_EQ(root.at("headline").at("b_state_probe").type, Json::kNull);
+  EXPECT_EQ(comparison_text(c).find("interval evidence"), std::string::npos);
+
+  proto::IntervalEvidence& e = *a.mutable_interval_evidence();
+  e.set_name("calibration-spread+host-bench-residuals");
+  e.set_calibration_runs(3);
+  e.set_calibration_spread_half_width(0.041);
+  e.set_bench_rows(33);
+  e.set_bench_q10(0.894);
+  e.set_bench_q50(0.995);
+  e.set_bench_q90(1.098);
+  proto::StateProbe& p = *b.mutable_state_probe();
+  p.set_allreduce_256b_s(4.5e-7);
+  p.set_allreduce_16kib_s(2.7e-6);
+  p.set_zero_fill_1mib_s(7.1e-6);
+  p.set_compute_s(2.4e-6);
+  c = compare_traces(a, b);
+  ASSERT_TRUE(c.a.has_evidence);
+  ASSERT_TRUE(c.b.has_state_probe);
+  const std::string text = comparison_text(c);
+  EXPECT_NE(text.find("interval evidence: calibration-spread+host-bench-residuals: the 3 calibration runs' spread "
+                      "+-4.1 % and the host twin bench's residuals (33 rows, q10 0.894, q50 0.995, q90 1.098), the "
+                      "wider per side\n"),
+            std::string::npos)
+      << text;
+  root = JsonParser::parse(comparison_json(c));
+  const Json& ev = root.at("headline").at("a_interval_evidence");
+  EXPECT_EQ(ev.at("name").string, "calibration-spread+host-bench-residuals");
+  EXPECT_EQ(ev.at("calibration_runs").number, 3);
+  EXPECT_EQ(ev.at("calibration_spread_half_width").number, 0.041);
+  EXPECT_EQ(ev.at("host_bench_residuals").at("rows").number, 33);
+  EXPECT_EQ(ev.at("host_bench_residuals").at("q50").number, 0.995);
+  EXPECT_EQ(ev.at("state_ratios").type, Json::kNull);
+  EXPECT_EQ(root.at("headline").at("b_state_probe").at("zero_fill_1mib_s").number, 7.1e-6);
+
+  // Scaled to a state probe: the three ratios follow; a profile with no run spread says so.
+  e.set_state_communication_ratio(1.25);
+  e.set_state_memory_ratio(1.5);
+  e.set_state_compute_ratio(1.125);
+  e.set_calibration_spread_half_width(-1);
+  e.set_name("host-bench-residuals");
+  c = compare_traces(a, b);
+  EXPECT_NE(comparison_text(c).find("interval evidence: host-bench-residuals: the host twin bench's residuals (33 "
+                                    "rows, q10 0.894, q50 0.995, q90 1.098), the wider per side; scaled to the "
+                                    "machine's state probed before the run: collectives x1.250, Allocs/Frees x1.500, "
+                                    "kernels x1.125\n"),
+            std::string::npos)
+      << comparison_text(c);
+  root = JsonParser::parse(comparison_json(c));
+  EXPECT_EQ(root.at("headline").at("a_interval_evidence").at("calibration_spread_half_width").type, Json::kNull);
+  EXPECT_EQ(root.at("headline").at("a_interval_evidence").at("state_ratios").at("memory").number, 1.5);
+}
+
 // A generated schedule (tiny GPT, tensor 2 x pipeline 2) run by the reference executor with two
 // cost functions: every task matches, the iteration times are the runs' makespans, and the kinds
 // B slows down have the errors the cost functions give them.

@@ -267,6 +267,24 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
     cr->set_iteration_s(sp.median_s);
     cr->set_relative_iqr(sp.relative_iqr);
   }
+  // The runs' machine state (Trace.state_probe): per field the median over the runs that took it.
+  {
+    std::vector<double> ar256, ar16k, fill, compute;
+    for (const NamedTrace& run : runs)
+      if (run.trace->has_state_probe()) {
+        const proto::StateProbe& sp = run.trace->state_probe();
+        ar256.push_back(sp.allreduce_256b_s()), ar16k.push_back(sp.allreduce_16kib_s());
+        fill.push_back(sp.zero_fill_1mib_s()), compute.push_back(sp.compute_s());
+      }
+    if (!ar256.empty()) {
+      proto::MachineState* ms = prof.mutable_state_probe();
+      ms->set_runs(uint32_t(ar256.size()));
+      ms->set_allreduce_256b_s(median(std::move(ar256)));
+      ms->set_allreduce_16kib_s(median(std::move(ar16k)));
+      ms->set_zero_fill_1mib_s(median(std::move(fill)));
+      ms->set_compute_s(median(std::move(compute)));
+    }
+  }
   prof.set_overhead_samples(overhead_n);
   std::vector<double> overhead_means;
   for (const auto& [run, sum_n] : overhead) overhead_means.push_back(sum_n.first / sum_n.second);

@@ -102,6 +102,10 @@ TraceInfo info(const proto::Trace& t, const std::string& name) {
   i.has_interval = t.has_iteration_time_low_s() && t.has_iteration_time_high_s();
   i.interval_low_s = t.iteration_time_low_s();
   i.interval_high_s = t.iteration_time_high_s();
+  i.has_evidence = t.has_interval_evidence();
+  if (i.has_evidence) i.evidence = t.interval_evidence();
+  i.has_state_probe = t.has_state_probe();
+  if (i.has_state_probe) i.state_probe = t.state_probe();
   return i;
 }
 
@@ -428,6 +432,34 @@ std::string comparison_json(const Comparison& c) {
   j.key("b_in_a_interval");
   if (c.a.has_interval) j.boolean(b_in_a_interval(c));
   else j.null();
+  // The interval's evidence beside the error and the measured spread (null: the default interval).
+  j.key("a_interval_evidence");
+  if (c.a.has_evidence) {
+    const proto::IntervalEvidence& e = c.a.evidence;
+    j.begin_object().key("name").string(e.name()).key("calibration_runs").integer(e.calibration_runs());
+    j.key("calibration_spread_half_width");
+    if (e.calibration_spread_half_width() >= 0) j.number(e.calibration_spread_half_width());
+    else j.null();
+    j.key("host_bench_residuals").begin_object().key("rows").integer(e.bench_rows()).key("q10").number(e.bench_q10());
+    j.key("q50").number(e.bench_q50()).key("q90").number(e.bench_q90()).end_object();
+    j.key("state_ratios");
+    if (e.state_communication_ratio() > 0)
+      j.begin_object().key("communication").number(e.state_communication_ratio()).key("memory").number(
+          e.state_memory_ratio()).key("compute").number(e.state_compute_ratio()).end_object();
+    else j.null();
+    j.end_object();
+  } else {
+    j.null();
+  }
+  j.key("b_state_probe");
+  if (c.b.has_state_probe) {
+    const proto::StateProbe& p = c.b.state_probe;
+    j.begin_object().key("allreduce_256b_s").number(p.allreduce_256b_s()).key("allreduce_16kib_s").number(
+        p.allreduce_16kib_s());
+    j.key("zero_fill_1mib_s").number(p.zero_fill_1mib_s()).key("compute_s").number(p.compute_s()).end_object();
+  } else {
+    j.null();
+  }
   j.key("ranks_compared").integer(c.ranks_compared);
   j.key("matched_events").integer(c.matched);
   j.key("only_in_a").integer(c.only_a);
@@ -474,6 +506,26 @@ std::string comparison_json(const Comparison& c) {
   return out;
 }
 
+std::string interval_evidence_text(const proto::IntervalEvidence& e) {
+  char buf[512];
+  std::string s = e.name() + ": ";
+  if (e.calibration_spread_half_width() >= 0) {
+    std::snprintf(buf, sizeof buf, "the %u calibration run%s spread +-%.1f %% and ", e.calibration_runs(),
+                  e.calibration_runs() == 1 ? "'s" : "s'", 100 * e.calibration_spread_half_width());
+    s += buf;
+  }
+  std::snprintf(buf, sizeof buf, "the host twin bench's residuals (%u rows, q10 %.3f, q50 %.3f, q90 %.3f), the wider per side",
+                e.bench_rows(), e.bench_q10(), e.bench_q50(), e.bench_q90());
+  s += buf;
+  if (e.state_communication_ratio() > 0) {
+    std::snprintf(buf, sizeof buf, "; scaled to the machine's state probed before the run: collectives x%.3f, "
+                  "Allocs/Frees x%.3f, kernels x%.3f", e.state_communication_ratio(), e.state_memory_ratio(),
+                  e.state_compute_ratio());
+    s += buf;
+  }
+  return s;
+}
+
 int b_in_a_interval(const Comparison& c) {
   if (!c.a.has_interval) return -1;
   return c.a.interval_low_s <= c.iteration.b_s && c.iteration.b_s <= c.a.interval_high_s;
@@ -487,6 +539,7 @@ std::string comparison_text(const Comparison& c) {
   if (c.a.has_interval)
     s += "prediction interval of " + c.a.name + ": " + format_seconds(c.a.interval_low_s) + " .. " +
          format_seconds(c.a.interval_high_s) + ": " + c.b.name + (b_in_a_interval(c) ? " inside" : " outside") + "\n";
+  if (c.a.has_evidence) s += "interval evidence: " + interval_evidence_text(c.a.evidence) + "\n";
   for (const auto* sp : {&c.spread_b, &c.spread_a}) {
     if (sp->steps == 0) continue;
     char line[256];

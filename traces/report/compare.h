@@ -82,7 +82,22 @@ struct TraceInfo {
   // iteration_time_low_s/high_s, sim/prediction_interval.h); none in measured traces.
   bool has_interval = false;
   double interval_low_s = 0, interval_high_s = 0;
+  // What a calibrated host prediction's interval was made from (Trace.interval_evidence, written
+  // by tandem sim: sim/prediction_interval_calibrated.h); has_evidence false for the default
+  // interval (the GPU reference residuals) and for measured traces.
+  bool has_evidence = false;
+  proto::IntervalEvidence evidence;
+  // A measured host trace's machine state probe (Trace.state_probe, taken by tandem run after
+  // its steps: traces/calibration/machine_state_probe.h).
+  bool has_state_probe = false;
+  proto::StateProbe state_probe;
 };
+
+// One line: the evidence's name, the calibration runs' spread, the bench's residuals, and the
+// state ratios when the prediction was scaled to a probe ("calibration-spread+host-bench-residuals:
+// the 3 calibration runs' spread +-4.1 % and the host twin bench's residuals (33 rows, q10 0.894,
+// q50 0.995, q90 1.098), the wider per side").
+std::string interval_evidence_text(const proto::IntervalEvidence& e);
 
 // The spread of the measured steps a trace was taken from (Rank.step_times_s, written by tandem
 // run): per step the slowest rank's time, over the steady-state steps (the first, warm-up, left
@@ -122,7 +137,9 @@ struct Comparison {
 Comparison compare_traces(const proto::Trace& a, const proto::Trace& b, const CompareOptions& options = {});
 
 // One JSON object: {"format":"tandem-compare-1", "a":{...}, "b":{...}, "headline":{...},
-// (headline: ..., "a_interval_s": [low, high] or null, "b_in_a_interval": true/false/null),
+// (headline: ..., "a_interval_s": [low, high] or null, "b_in_a_interval": true/false/null,
+// "a_interval_evidence": {name, calibration_runs, calibration_spread_half_width, host_bench_residuals,
+// state_ratios} or null, "b_state_probe": {...} or null),
 // "streams":[...], "ranks":[...], "kinds":[...], "labels":[...], "unmatched":[...]}; times in
 // seconds, errors as fractions (null when undefined).
 std::string comparison_json(const Comparison& c);

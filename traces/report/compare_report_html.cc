@@ -257,7 +257,11 @@ std::string comparison_html(const Comparison& c, const proto::Trace& a, const pr
     s += "<div><div class=\"k\">prediction interval of A</div><div class=\"v\" id=\"interval-a\">" +
          escape(format_seconds(c.a.interval_low_s)) + " &ndash; " + escape(format_seconds(c.a.interval_high_s)) +
          "</div><div class=\"" + (inside ? "good" : "bad") + "\" id=\"interval-verdict\">B " +
-         (inside ? "inside" : "outside") + "</div></div>";
+         (inside ? "inside" : "outside") + "</div>" +
+         (c.a.has_evidence ? "<div class=\"note\" id=\"interval-evidence\">evidence " +
+                                 escape(interval_evidence_text(c.a.evidence)) + "</div>"
+                           : std::string()) +
+         "</div>";
   }
   if (c.spread_b.steps > 0) {
     char spread[160];

@@ -1,0 +1,89 @@
+// The machine state probe's file, its ratios and the scaling of a profile to it
+// (traces/calibration/machine_state_probe.h); every expected number derived in the comments.
+#include "traces/calibration/machine_state_probe.h"
+
+#include <gtest/gtest.h>
+
+#include "shared/error.h"
+
+namespace tandem {
+namespace {
+
+MachineStateProbe probe(double ar256, double ar16k, double fill, double compute) {
+  MachineStateProbe p;
+  p.allreduce_256b_s = ar256, p.allreduce_16kib_s = ar16k, p.zero_fill_1mib_s = fill, p.compute_s = compute;
+  p.reps = 41, p.ranks = 2;
+  return p;
+}
+
+TEST(MachineStateProbe, FileRoundTripsAndRefusesWhatItIsNot) {
+  const MachineStateProbe p = probe(4.5e-7, 2.75e-6, 7.125e-6, 2.5e-6);
+  const MachineStateProbe q = parse_state_probe(format_state_probe(p), "p.txt");
+  EXPECT_DOUBLE_EQ(q.allreduce_256b_s, 4.5e-7);
+  EXPECT_DOUBLE_EQ(q.allreduce_16kib_s, 2.75e-6);
+  EXPECT_DOUBLE_EQ(q.zero_fill_1mib_s, 7.125e-6);
+  EXPECT_DOUBLE_EQ(q.compute_s, 2.5e-6);
+  EXPECT_EQ(q.reps, 41);
+  EXPECT_EQ(q.ranks, 2);
+  const auto error_of = [](const std::string& text) {
+    try {
+      parse_state_probe(text, "p.txt");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.exit_code(), 2) << e.what();
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of("allreduce_256b_s 1e-6\n").find("p.txt:1: no tab"), std::string::npos);
+  EXPECT_NE(error_of("speed\t1\n").find("p.txt:1: unknown key 'speed'"), std::string::npos);
+  EXPECT_NE(error_of("compute_s\tfast\n").find("'fast' is not a number"), std::string::npos);
+  // A field missing (or 0): no ratio could be taken from it.
+  EXPECT_NE(error_of("allreduce_256b_s\t1e-6\nallreduce_16kib_s\t1e-6\nzero_fill_1mib_s\t1e-6\n").find("needs positive"),
+            std::string::npos);
+}
+
+// then: all-reduces 0.5 + 2.5 = 3 us, fill 8 us, compute 2 us; now: 0.6 + 3.0 = 3.6 us, 10 us, 2.2 us:
+// communication 3.6 / 3 = 1.2, memory 10 / 8 = 1.25, compute 2.2 / 2 = 1.1.
+TEST(MachineStateProbe, RatiosOfEachKindOfCost) {
+  const StateRatios r = state_ratios(probe(0.6e-6, 3.0e-6, 10e-6, 2.2e-6), probe(0.5e-6, 2.5e-6, 8e-6, 2e-6));
+  EXPECT_NEAR(r.communication, 1.2, 1e-12);
+  EXPECT_NEAR(r.memory, 1.25, 1e-12);
+  EXPECT_NEAR(r.compute, 1.1, 1e-12);
+  EXPECT_THROW(state_ratios(MachineStateProbe{}, probe(1, 1, 1, 1)), Error);
+}
+
+// Each cost by its own kind's ratio (1.2, 1.25, 1.1 as above); the runs' spread as measured.
+TEST(MachineStateProbe, ScalesEachCostOfAProfileByItsKindsRatio) {
+  proto::CalibrationProfile p;
+  proto::CollectiveTime* c = p.add_collectives();
+  c->set_mean_s(100e-6), c->set_median_s(90e-6), c->set_mean_wait_s(10e-6);
+  p.add_collective_probe()->set_time_s(50e-6);
+  p.add_memory_ops()->set_mean_s(4e-6);
+  proto::KernelTime* k = p.add_kernels();
+  k->set_mean_s(50e-6), k->set_median_s(40e-6);
+  p.add_gemm_probe()->set_time_s(20e-6);
+  p.set_task_overhead_s(0.5e-6);
+  p.add_runs()->set_iteration_s(9e-3);
+  scale_to_state(p, StateRatios{1.2, 1.25, 1.1});
+  EXPECT_NEAR(p.collectives(0).mean_s(), 120e-6, 1e-15);
+  EXPECT_NEAR(p.collectives(0).median_s(), 108e-6, 1e-15);
+  EXPECT_NEAR(p.collectives(0).mean_wait_s(), 12e-6, 1e-15);
+  EXPECT_NEAR(p.collective_probe(0).time_s(), 60e-6, 1e-15);
+  EXPECT_NEAR(p.memory_ops(0).mean_s(), 5e-6, 1e-15);
+  EXPECT_NEAR(p.kernels(0).mean_s(), 55e-6, 1e-15);
+  EXPECT_NEAR(p.kernels(0).median_s(), 44e-6, 1e-15);
+  EXPECT_NEAR(p.gemm_probe(0).time_s(), 22e-6, 1e-15);
+  EXPECT_NEAR(p.task_overhead_s(), 0.55e-6, 1e-15);
+  EXPECT_EQ(p.runs(0).iteration_s(), 9e-3);
+  // A profile's own probe: absent is invalid (a prediction refuses to scale it).
+  EXPECT_FALSE(profile_state_probe(p).valid());
+  p.mutable_state_probe()->set_allreduce_256b_s(1e-6);
+  p.mutable_state_probe()->set_allreduce_16kib_s(2e-6);
+  p.mutable_state_probe()->set_zero_fill_1mib_s(3e-6);
+  p.mutable_state_probe()->set_compute_s(4e-6);
+  EXPECT_TRUE(profile_state_probe(p).valid());
+  EXPECT_EQ(profile_state_probe(p).zero_fill_1mib_s, 3e-6);
+}
+
+}  // namespace
+}  // namespace tandem
