@@ -13,21 +13,11 @@
 
 #include "forked_reply.pb.h"
 #include "shared/error.h"
+#include "shared/fd_io.h"
 #include "shared/generation_heap.h"
 
 namespace tandem::sim {
 namespace {
-
-bool write_all(int fd, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t k = ::write(fd, data.data() + done, data.size() - done);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    done += size_t(k);
-  }
-  return true;
-}
 
 [[noreturn]] void run_child(const std::function<std::string()>& fn, const std::string& what, int fd, pid_t parent) {
   // Die with the parent; if it is already gone (it died before prctl), leave now.
