@@ -55,13 +55,7 @@ ResidualTable ResidualTable::parse(const std::string& text, const std::string& o
 }
 
 const ResidualTable& ResidualTable::builtin() {
-  static const ResidualTable table = [] {
-    try {
-      return parse(component_residuals_tsv(), "sim/data/component_residuals.tsv (compiled in)");
-    } catch (const Error& e) {
-      throw Error(e.what(), ErrorKind::kInternal);
-    }
-  }();
+  static const ResidualTable table = parse_compiled_in(&ResidualTable::parse, component_residuals_tsv(), "sim/data/component_residuals.tsv (compiled in)");
   return table;
 }
 

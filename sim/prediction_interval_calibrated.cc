@@ -89,13 +89,7 @@ HostBenchResiduals HostBenchResiduals::parse(const std::string& text, const std:
 }
 
 const HostBenchResiduals& HostBenchResiduals::builtin() {
-  static const HostBenchResiduals table = [] {
-    try {
-      return parse(host_twin_residuals_tsv(), "traces/calibration/host_twin_residuals.tsv (compiled in)");
-    } catch (const Error& e) {
-      throw Error(e.what(), ErrorKind::kInternal);
-    }
-  }();
+  static const HostBenchResiduals table = parse_compiled_in(&HostBenchResiduals::parse, host_twin_residuals_tsv(), "traces/calibration/host_twin_residuals.tsv (compiled in)");
   return table;
 }
 

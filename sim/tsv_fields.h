@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "shared/error.h"
+
 namespace tandem::sim {
 
 // The line's fields between tabs (an empty field where two tabs meet; one field without a tab).
@@ -20,5 +22,17 @@ struct QuantileFields {
   double q10 = 0, q50 = 0, q90 = 0;
 };
 QuantileFields parse_quantile_fields(const std::vector<std::string>& f, size_t first, const std::string& at);
+
+// A table compiled into the binary, parsed by `parse(text, origin)`: a fault in it is tandem's own
+// (ErrorKind::kInternal), never the user's bad input.
+template <class Table>
+Table parse_compiled_in(Table (*parse)(const std::string&, const std::string&), const std::string& text,
+                        const std::string& origin) {
+  try {
+    return parse(text, origin);
+  } catch (const Error& e) {
+    throw Error(e.what(), ErrorKind::kInternal);
+  }
+}
 
 }  // namespace tandem::sim
