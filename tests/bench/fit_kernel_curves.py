@@ -12,6 +12,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 REF = os.path.join(ROOT, "traces", "reference")
 H100 = dict(peak=989.4e12, hbm=3350e9, sms=132)  # H100 SXM5: dense bf16 peak, HBM3 bandwidth
 A100 = dict(peak=312e12, hbm=2039e9, sms=108)
+H100_FP8 = dict(peak=1978.9e12, hbm=3350e9, sms=132)  # dense FP8 peak (scenarios/clusters/dgx-h100.textproto)
+FP8_EMAX = 0.773  # sim/kernel_curves.h kHopperFp8MaxEfficiency
 LAUNCH = 4e-6  # cluster presets' kernel_launch_us
 MEM_EFF = 0.88  # kernel_memory_bandwidth.tsv
 
@@ -89,10 +91,21 @@ def main():
     print(f"\nA100 max_efficiency from the MAMF point: {emax_a:.4f}")
     mamf = []
     for r in rows("kernel_gemm_mamf.tsv"):
-        gpu, em = (A100, emax_a) if r["gpu"].startswith("A100") else (H100, emax)
         p = dict(b=1, m=float(r["m"]), n=float(r["n"]), k=float(r["k"]))
+        if r["dtype"] == "fp8":  # sim/kernel_curves.h kHopperFp8MaxEfficiency at the FP8 peak, 1-byte operands
+            mamf.append((r["gpu"] + " fp8 " + lab(p), float(r["tflops"]),
+                         2 * p["m"] * p["n"] * p["k"] / gemm_time(H100_FP8, 1, p["m"], p["n"], p["k"], FP8_EMAX, kappa, elt=1) / 1e12))
+            continue
+        gpu, em = (A100, emax_a) if r["gpu"].startswith("A100") else (H100, emax)
         mamf.append((r["gpu"] + " " + lab(p), float(r["tflops"]), pred(gpu, p, em)))
-    table("GEMM, MAMF points (A100: defines max_efficiency; H100: a check of the XLA fit)", mamf)
+    table("GEMM, MAMF points (the first A100 one defines max_efficiency; the others are checks)", mamf)
+    # The FP8 and bf16 H100 rows of one table, same torch/CUDA: the ratio of their fractions of peak against
+    # the ratio of the two curves' max_efficiency (docs/accuracy.md section 18).
+    fr = {(r["gpu"], r["dtype"], r["note"]): float(r["tflops"]) / float(r["peak_tflops"]) for r in rows("kernel_gemm_mamf.tsv")}
+    f8 = [v for (g, d, n), v in fr.items() if g.startswith("H100") and d == "fp8"][0]
+    b16 = fr[("H100-SXM", "bf16", "torch 2.7.0+cu126 (744d01e1)")]
+    print(f"\nH100 MAMF fp8 / bf16 fraction of peak: {f8:.4f} / {b16:.4f} = {f8 / b16:.3f}; "
+          f"curves' max_efficiency fp8 / bf16: {FP8_EMAX} / {emax} = {FP8_EMAX / emax:.3f}")
 
     # Flash attention (cuDNN): the curve interpolates the measured points; the causal backward and
     # the causal head_dim 64 use the forward head_dim 128 causal/full ratio (no measurement).
