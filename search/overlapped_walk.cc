@@ -15,15 +15,11 @@
 #include "search_ranks.pb.h"
 #include "shared/error.h"
 #include "shared/fd_io.h"
-#include "shared/generation_heap.h"
 #include "sim/forked_call.h"
 #include "sim/sweep/sweep_runner.h"
 
 namespace tandem::search {
 namespace {
-
-// The first byte of a planning child's simulation answer (Child::tagged).
-constexpr char kSimulated = 's', kRunAgain = 'a';
 
 // One process with the simulations (SearchOptions::overlap): the walk's plans and the K
 // simulations share `jobs` process slots, so that the cores stay busy from the first plan to the
@@ -79,7 +75,6 @@ class OverlappedWalk {
     std::string verdict;
     size_t best = 0;  // simulating: the index in r.best
     bool simulating = false, planning = false;
-    bool tagged = false;  // a planning child's simulation: its answer leads with kSimulated or is kRunAgain
     std::chrono::steady_clock::time_point forked_at;
   };
 
@@ -241,14 +236,7 @@ class OverlappedWalk {
           if (!told || message[0] != 'g') return std::string();
           ResourceLimit limit = options_.limit;
           std::memcpy(&limit.max_memory_bytes, message + 1, sizeof(int64_t));
-          // The simulation's first run here, in the heap the plan faulted in (a forked child of
-          // this one would fault in a fresh heap again); advise more of it for huge pages first
-          // (the simulation holds more than the plan). kRunAgain: simulate() would run the point
-          // again less folded, which this process cannot (SimGrid ran): the parent starts the
-          // point in a fresh process, as start_simulation does without a planning child.
-          keep_generation_heap();
-          const std::optional<sweep::PointResult> result = sweep::evaluate_point_here(path_, point, options_.sim, limit);
-          return result ? kSimulated + sweep::encode_point_result(*result) : std::string(1, kRunAgain);
+          return sweep::encode_point_result(sweep::evaluate_point(path_, point, options_.sim, limit));
         },
         "search: a planning process");
     ::close(verdict[1]), ::close(go[0]);
@@ -269,7 +257,7 @@ class OverlappedWalk {
       const bool sent = write_all(c.go_fd, std::string(message, sizeof message));
       ::close(c.go_fd), c.go_fd = -1;
       if (!sent) throw Error("search: a planning process did not take its simulation", ErrorKind::kInternal);
-      c.simulating = true, c.best = best, c.tagged = true;
+      c.simulating = true, c.best = best;
     } else {
       Child c;
       const std::vector<std::string> point = overrides(best);
@@ -322,28 +310,15 @@ class OverlappedWalk {
         last_plan_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.forked_at).count();
         take_verdict(who[i]);
       } else if (c.call->read_some()) {
-        bool again = false;
         try {
-          std::string bytes = c.call->result();
-          if (c.tagged) {
-            again = bytes == std::string(1, kRunAgain);
-            if (!again && (bytes.empty() || bytes[0] != kSimulated))
-              throw Error("search: internal: a planning process's simulation sent no result", ErrorKind::kInternal);
-            bytes.erase(0, 1);
-          }
-          if (!again) results_[c.best] = sweep::decode_point_result(bytes);
+          results_[c.best] = sweep::decode_point_result(c.call->result());
         } catch (const Error& e) {
           results_[c.best].status = sweep::PointStatus::kError;
           results_[c.best].reason = e.what();
         }
-        const size_t best = c.best;
         c.call.reset();
         c.simulating = false;
         --running_sims_;
-        if (again) {
-          ready_.push_front({best, -1});  // the point from the start, in a fresh process
-          continue;
-        }
         ++sims_done_;
         progress();
       }

@@ -188,13 +188,6 @@ SimResult simulate(const Schedule& schedule, const SimOptions& options) {
   return r;
 }
 
-std::optional<SimResult> simulate_in_process(const Schedule& schedule, const SimOptions& options) {
-  SimResult r = run_here(schedule, options);
-  // simulate() keeps its first run in these two cases only (every later branch needs !fold_exact).
-  if (keep_approximate(r, options) || r.fold_exact) return r;
-  return std::nullopt;
-}
-
 namespace {
 
 SimResult simulate_isolated(const Schedule& schedule, const SimOptions& options) {

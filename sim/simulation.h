@@ -193,14 +193,4 @@ struct SimResult {
 // deadlock, a bad cluster). Out of memory is a result (oom, oom_report), not an exception.
 SimResult simulate(const Schedule& schedule, const SimOptions& options = {});
 
-// simulate()'s first run, in this process rather than a forked child of it: for a process that
-// exists only to simulate one point (the search's planning child, whose heap is already faulted
-// in by its plan: a forked child's fresh heap pays the kernel's zeroing of every page again).
-// SimGrid runs once per process, so this process cannot simulate again afterwards. Returns the
-// result where simulate() keeps its first run (the fold exact, or kept by the approximate tier),
-// the same result (every field that crosses simulate()'s process boundary, sim/sim_result_codec.h);
-// nullopt where simulate() would run again less folded: call simulate() from a process that has
-// not run SimGrid. options.isolate is kept (the replay leaves its programs to the exit).
-std::optional<SimResult> simulate_in_process(const Schedule& schedule, const SimOptions& options);
-
 }  // namespace tandem::sim

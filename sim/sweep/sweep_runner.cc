@@ -159,13 +159,8 @@ void check_flags(const std::string& scenario_path, const std::vector<std::string
   }
 }
 
-namespace {
-
-// evaluate_point's body, the simulation's runs given: `run` returns the simulated result, or
-// nullopt when the point must be evaluated again elsewhere (evaluate_point_here).
-template <class Run>
-std::optional<PointResult> evaluate_with(const std::string& scenario_path, const std::vector<std::string>& overrides,
-                                         const sim::SimOptions& options, const ResourceLimit& limit, Run&& run) {
+PointResult evaluate_point(const std::string& scenario_path, const std::vector<std::string>& overrides,
+                           const sim::SimOptions& options, const ResourceLimit& limit) {
   PointResult r;
   try {
     Scenario sc = load_scenario(scenario_path, overrides);
@@ -180,9 +175,7 @@ std::optional<PointResult> evaluate_with(const std::string& scenario_path, const
     const sim::MemoryEstimate need = sim::estimate_memory(work, !options.trace_path.empty(), false);
     check_memory_estimate(need.bytes, "the point", need.how, limit);
     sim::check_time_estimate(sim::estimate_time(work, options), "the point", limit);
-    const std::optional<sim::SimResult> ran = run(schedule);
-    if (!ran) return std::nullopt;
-    const sim::SimResult& s = *ran;
+    const sim::SimResult s = sim::simulate(schedule, options);
     if (s.oom) {
       r.status = PointStatus::kOom;
       r.reason = oom_reason(s.oom_report);
@@ -206,20 +199,6 @@ std::optional<PointResult> evaluate_with(const std::string& scenario_path, const
     r.reason = std::string("internal error: ") + e.what();
   }
   return r;
-}
-
-}  // namespace
-
-PointResult evaluate_point(const std::string& scenario_path, const std::vector<std::string>& overrides,
-                           const sim::SimOptions& options, const ResourceLimit& limit) {
-  return *evaluate_with(scenario_path, overrides, options, limit,
-                        [&](const Schedule& schedule) { return std::optional<sim::SimResult>(sim::simulate(schedule, options)); });
-}
-
-std::optional<PointResult> evaluate_point_here(const std::string& scenario_path, const std::vector<std::string>& overrides,
-                                               const sim::SimOptions& options, const ResourceLimit& limit) {
-  return evaluate_with(scenario_path, overrides, options, limit,
-                       [&](const Schedule& schedule) { return sim::simulate_in_process(schedule, options); });
 }
 
 std::vector<PointResult> run_points(const std::string& scenario_path,

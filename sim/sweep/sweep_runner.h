@@ -7,7 +7,6 @@
 #pragma once
 
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,14 +30,6 @@ void check_flags(const std::string& scenario_path, const std::vector<std::string
 // wall-time estimate (sim/sim_time_estimate.h) is over limit.max_time_s (--max-time).
 PointResult evaluate_point(const std::string& scenario_path, const std::vector<std::string>& overrides,
                            const sim::SimOptions& options, const ResourceLimit& limit = {});
-
-// evaluate_point with the simulation's first run in this process (sim::simulate_in_process), for
-// a process that exists to evaluate this one point and whose heap is warm: the same result, or
-// nullopt where simulate() would run the point again less folded (SimGrid cannot run twice in one
-// process): then evaluate_point in a process that has not run SimGrid. Once it has simulated, this
-// process cannot simulate again.
-std::optional<PointResult> evaluate_point_here(const std::string& scenario_path, const std::vector<std::string>& overrides,
-                                               const sim::SimOptions& options, const ResourceLimit& limit = {});
 
 struct RunOptions {
   int jobs = 0;  // worker processes; 0: std::thread::hardware_concurrency()
