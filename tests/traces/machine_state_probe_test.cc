@@ -16,6 +16,27 @@ MachineStateProbe probe(double ar256, double ar16k, double fill, double compute)
   return p;
 }
 
+// min_of_round_medians by hand. Three rounds of five: medians 3, 9 (a preempted round: every time
+// slower) and 4; the minimum is 3, where the median of all fifteen (sorted: 1 2 3 3 4 4 4 5 5 5 8 9
+// 9 9 9, the 8th) is 5: the preempted round moved the plain median, not the statistic.
+TEST(MachineStateProbe, MinOfRoundMediansSeesThroughOnePreemptedRound) {
+  const std::vector<double> t = {5, 1, 3, 2, 4, /**/ 9, 8, 9, 9, 9, /**/ 4, 3, 4, 5, 5};
+  EXPECT_DOUBLE_EQ(min_of_round_medians(t, 3), 3.0);
+  // One round: the plain median. Even sizes take the mean of the two middle values: rounds {2, 6}
+  // -> 4 and {1, 5} -> 3, so 3.
+  EXPECT_DOUBLE_EQ(min_of_round_medians(t, 1), 5.0);
+  EXPECT_DOUBLE_EQ(min_of_round_medians({6, 2, 1, 5}, 2), 3.0);
+  // A level that moves every round moves the statistic by as much (the all-reduce's third mode):
+  // the same fifteen times 2.5 give 7.5.
+  std::vector<double> slow = t;
+  for (double& x : slow) x *= 2.5;
+  EXPECT_DOUBLE_EQ(min_of_round_medians(slow, 3), 7.5);
+  // Times that do not split into the rounds are a bug of the probe.
+  EXPECT_THROW(min_of_round_medians(t, 4), Error);
+  EXPECT_THROW(min_of_round_medians({}, 1), Error);
+  EXPECT_THROW(min_of_round_medians(t, 0), Error);
+}
+
 TEST(MachineStateProbe, FileRoundTripsAndRefusesWhatItIsNot) {
   const MachineStateProbe p = probe(4.5e-7, 2.75e-6, 7.125e-6, 2.5e-6);
   const MachineStateProbe q = parse_state_probe(format_state_probe(p), "p.txt");

@@ -1,12 +1,28 @@
 #include "traces/calibration/machine_state_probe.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 #include "shared/error.h"
 #include "shared/parse_whole.h"
 
 namespace tandem {
+
+double min_of_round_medians(const std::vector<double>& times, int rounds) {
+  if (rounds < 1 || times.empty() || times.size() % size_t(rounds) != 0)
+    throw Error("machine state probe: " + std::to_string(times.size()) + " times do not split into " +
+                std::to_string(rounds) + " rounds", ErrorKind::kInternal);
+  const size_t n = times.size() / size_t(rounds);
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<double> g(times.begin() + long(size_t(r) * n), times.begin() + long(size_t(r + 1) * n));
+    std::sort(g.begin(), g.end());
+    best = std::min(best, n % 2 ? g[n / 2] : 0.5 * (g[n / 2 - 1] + g[n / 2]));
+  }
+  return best;
+}
 
 StateRatios state_ratios(const MachineStateProbe& now, const MachineStateProbe& then) {
   if (!now.valid() || !then.valid()) throw Error("machine state probe: a probe without positive times");
