@@ -63,13 +63,17 @@ TEST(MachineStateProbe, FileRoundTripsAndRefusesWhatItIsNot) {
             std::string::npos);
 }
 
-// then: all-reduces 0.5 + 2.5 = 3 us, fill 8 us, compute 2 us; now: 0.6 + 3.0 = 3.6 us, 10 us, 2.2 us:
-// communication 3.6 / 3 = 1.2, memory 10 / 8 = 1.25, compute 2.2 / 2 = 1.1.
+// then: all-reduces 0.5 and 2.5 us, fill 8 us, compute 2 us; now: 0.6 and 3.0 us, 10 us, 2.2 us:
+// memory 10 / 8 = 1.25, communication the same 1.25 (the zero fill's, not the all-reduces' 3.6 / 3 =
+// 1.2), compute 2.2 / 2 = 1.1. The all-reduce probe in its third mode (2.4x: 1.2 and 6.0 us) moves
+// no ratio.
 TEST(MachineStateProbe, RatiosOfEachKindOfCost) {
   const StateRatios r = state_ratios(probe(0.6e-6, 3.0e-6, 10e-6, 2.2e-6), probe(0.5e-6, 2.5e-6, 8e-6, 2e-6));
-  EXPECT_NEAR(r.communication, 1.2, 1e-12);
+  EXPECT_NEAR(r.communication, 1.25, 1e-12);
   EXPECT_NEAR(r.memory, 1.25, 1e-12);
   EXPECT_NEAR(r.compute, 1.1, 1e-12);
+  const StateRatios third = state_ratios(probe(1.2e-6, 6.0e-6, 10e-6, 2.2e-6), probe(0.5e-6, 2.5e-6, 8e-6, 2e-6));
+  EXPECT_NEAR(third.communication, 1.25, 1e-12);
   EXPECT_THROW(state_ratios(MachineStateProbe{}, probe(1, 1, 1, 1)), Error);
 }
 

@@ -37,10 +37,12 @@ struct MachineStateProbe {
 // split into `rounds` non-empty groups.
 double min_of_round_medians(const std::vector<double>& times, int rounds);
 
-// The ratios of `now` to `then` (the calibration's): what a prediction scales each cost by, each
-// from the probe's own measurement of that cost's kind: communication from the two all-reduces'
-// summed time, Allocs/Frees from the zero fill, kernels and the time between them from the compute
-// loop.
+// The ratios of `now` to `then` (the calibration's): what a prediction scales each cost by.
+// Allocs/Frees and communication from the zero fill (the host all-reduce moves its data through
+// shared memory by copies, single-copy off: memory traffic as the memset's), kernels and the time
+// between them from the compute loop. Not communication from the all-reduce probe: its level has a
+// third mode (2.2-2.6x, every repetition, lasting tens of minutes) that the iteration does not
+// follow, and the zero fill follows the iteration's states without it (docs/exec.md "Session 14").
 struct StateRatios {
   double communication = 1, memory = 1, compute = 1;
 };
