@@ -17,26 +17,25 @@ namespace tandem::exec {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kReps = 41;
+// Rounds of the whole probe, each field timed kRepsPerRound times a round; a field's value is the
+// minimum over rounds of the round's median (min_of_round_medians: a preempted moment slows a round,
+// not all five). 75 repetitions a field, a few ms in all.
+constexpr int kRounds = 5;
+constexpr int kRepsPerRound = 15;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
 
 void check(int rc, const char* what) {
   if (rc != MPI_SUCCESS) throw Error(std::string("state probe: ") + what + " failed", ErrorKind::kFault);
 }
 
-// The shortest member's time per repetition (the last arrival's, as tandem calibrate times a
-// collective), polled as the host runtime polls (MPI_Test, sched_yield only when ranks share cores);
-// the median over repetitions, on every rank.
-double allreduce_s(int bytes, bool yield) {
+// One round: the shortest member's time per repetition (the last arrival's, as tandem calibrate
+// times a collective), polled as the host runtime polls (MPI_Test, sched_yield only when ranks share
+// cores), appended to `out` on every rank.
+void allreduce_round(int bytes, bool yield, std::vector<double>& out) {
   std::vector<float> a(size_t(bytes / 4), 0.5f);
-  std::vector<double> t(kReps);
-  for (int r = -2; r < kReps; ++r) {
+  std::vector<double> t(kRepsPerRound);
+  for (int r = -2; r < kRepsPerRound; ++r) {
     check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
     MPI_Request req;
     const Clock::time_point t0 = Clock::now();
@@ -49,34 +48,27 @@ double allreduce_s(int bytes, bool yield) {
     if (r >= 0) t[size_t(r)] = seconds_since(t0);
     std::fill(a.begin(), a.end(), 0.5f);
   }
-  check(MPI_Allreduce(MPI_IN_PLACE, t.data(), kReps, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
-  return median(t);
+  check(MPI_Allreduce(MPI_IN_PLACE, t.data(), kRepsPerRound, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+  out.insert(out.end(), t.begin(), t.end());
 }
 
-// This rank's median memset of a mapped 1 MiB buffer (a steady-state Alloc's zero fill; the host
-// driver keeps freed memory, so its blocks are mapped), the slowest rank's on every rank.
-double zero_fill_s() {
-  std::vector<unsigned char> buf(size_t(1) << 20, 1);
-  std::vector<double> t(kReps);
-  for (int r = -2; r < kReps; ++r) {
+// One round of this rank's memset of a mapped 1 MiB buffer (a steady-state Alloc's zero fill; the
+// host driver keeps freed memory, so its blocks are mapped).
+void zero_fill_round(std::vector<unsigned char>& buf, std::vector<double>& out) {
+  for (int r = -2; r < kRepsPerRound; ++r) {
     const Clock::time_point t0 = Clock::now();
     std::memset(buf.data(), 0, buf.size());
     asm volatile("" : : "r"(buf.data()) : "memory");
-    if (r >= 0) t[size_t(r)] = seconds_since(t0);
+    if (r >= 0) out.push_back(seconds_since(t0));
     buf[size_t(r + 2) * 4096 % buf.size()] = 1;
   }
-  double m = median(t);
-  check(MPI_Allreduce(MPI_IN_PLACE, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
-  return m;
 }
 
-// A 32x32x32 fp32 product by three loops (the cores' own speed, no BLAS threads), the slowest
-// rank's median.
-double compute_s() {
+// One round of a 32x32x32 fp32 product by three loops (the cores' own speed, no BLAS threads).
+void compute_round(std::vector<double>& out) {
   constexpr int n = 32;
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n, 0.f);
-  std::vector<double> t(kReps);
-  for (int r = -2; r < kReps; ++r) {
+  for (int r = -2; r < kRepsPerRound; ++r) {
     const Clock::time_point t0 = Clock::now();
     for (int i = 0; i < n; ++i)
       for (int k = 0; k < n; ++k) {
@@ -84,11 +76,14 @@ double compute_s() {
         for (int j = 0; j < n; ++j) c[size_t(i * n + j)] += x * b[size_t(k * n + j)];
       }
     asm volatile("" : : "r"(c.data()) : "memory");
-    if (r >= 0) t[size_t(r)] = seconds_since(t0);
+    if (r >= 0) out.push_back(seconds_since(t0));
   }
-  double m = median(t);
-  check(MPI_Allreduce(MPI_IN_PLACE, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
-  return m;
+}
+
+// The slowest rank's value, on every rank.
+double slowest_rank(double v) {
+  check(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  return v;
 }
 
 }  // namespace
@@ -96,13 +91,21 @@ double compute_s() {
 MachineStateProbe probe_machine_state(bool yield) {
   int world = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
+  std::vector<double> ar256, ar16k, fill, comp;
+  std::vector<unsigned char> buf(size_t(1) << 20, 1);
+  for (int round = 0; round < kRounds; ++round) {
+    allreduce_round(256, yield, ar256);
+    allreduce_round(16 << 10, yield, ar16k);
+    zero_fill_round(buf, fill);
+    compute_round(comp);
+  }
   MachineStateProbe p;
   p.ranks = world;
-  p.reps = kReps;
-  p.allreduce_256b_s = allreduce_s(256, yield);
-  p.allreduce_16kib_s = allreduce_s(16 << 10, yield);
-  p.zero_fill_1mib_s = zero_fill_s();
-  p.compute_s = compute_s();
+  p.reps = kRounds * kRepsPerRound;
+  p.allreduce_256b_s = min_of_round_medians(ar256, kRounds);
+  p.allreduce_16kib_s = min_of_round_medians(ar16k, kRounds);
+  p.zero_fill_1mib_s = slowest_rank(min_of_round_medians(fill, kRounds));
+  p.compute_s = slowest_rank(min_of_round_medians(comp, kRounds));
   return p;
 }
 

@@ -19,6 +19,12 @@ quantiles fit on the other runs' rows, the run's own calibration spread h from i
 sim/prediction_interval_calibrated.cc computes it from the profile: 0.95 x the median step IQR and
 1.28155 x the runs' relative standard deviation, in quadrature), and per row whether the measured
 time lies in t [q50 - max(q50 - q10, h), q50 + max(q90 - q50, h)] held to include t. Printed, not written.
+
+--scaled fits the residuals of the predictions scaled to the machine state probed before the row
+(`tandem sim --state-probe`, the bench's `state pred` column, rows.json state_predicted_s) instead
+of the plain ones: measured / state-predicted over the rows that have one (the 1-rank row has no
+probe), and with --held-out their leave-one-run-out coverage. Without --out it prints the table and
+writes nothing (docs/exec.md "Session 14": scaling is not the default, so no prediction reads it).
 """
 import argparse, json, math, os, subprocess, sys, time
 
@@ -61,21 +67,28 @@ def spread_half_width(j):
     return math.hypot(step, HALF_WIDTH_PER_SIGMA * s)
 
 
-def held_out(runs_json, names):
+def predicted_of(r, scaled):
+    """The row's prediction: the plain one, or with `scaled` the one scaled to the probe (None if none)."""
+    return r.get("state_predicted_s") if scaled else r["predicted_s"]
+
+
+def held_out(runs_json, names, scaled):
     inside_all = total = 0
     for i, j in enumerate(runs_json):
-        others = [r["measured_s"] / r["predicted_s"] for k, o in enumerate(runs_json) if k != i for r in o["rows"]]
+        others = [r["measured_s"] / predicted_of(r, scaled) for k, o in enumerate(runs_json) if k != i for r in o["rows"]
+                  if predicted_of(r, scaled)]
         q10, q50, q90 = (quantile(others, p) for p in (0.1, 0.5, 0.9))
         h = spread_half_width(j)
         inside = 0
-        for r in j["rows"]:
-            t = r["predicted_s"]
+        rows = [r for r in j["rows"] if predicted_of(r, scaled)]
+        for r in rows:
+            t = predicted_of(r, scaled)
             lo = max(0.0, min(t, t * (q50 - max(q50 - q10, h))))
             hi = max(t, t * (q50 + max(q90 - q50, h)))
             inside += lo <= r["measured_s"] <= hi
         inside_all += inside
-        total += len(j["rows"])
-        print(f"held out {names[i]}: {inside} of {len(j['rows'])} inside (others' rows q10 {q10:.4f} q50 {q50:.4f} "
+        total += len(rows)
+        print(f"held out {names[i]}: {inside} of {len(rows)} inside (others' rows q10 {q10:.4f} q50 {q50:.4f} "
               f"q90 {q90:.4f}, h {h:.4f})")
     print(f"held-out coverage, one run left out at a time: {inside_all} of {total} ({100 * inside_all / total:.0f} %) "
           f"for a nominal 80 %")
@@ -84,28 +97,32 @@ def held_out(runs_json, names):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dirs", nargs="+", help="output directories of tests/bench/host_twin_error.py runs")
-    ap.add_argument("--out", default=os.path.join(ROOT, "traces", "calibration", "host_twin_residuals.tsv"))
+    ap.add_argument("--out", default=None, help="the table to write (default: host_twin_residuals.tsv; none with --scaled)")
+    ap.add_argument("--scaled", action="store_true", help="the residuals of the predictions scaled to the state probe")
     ap.add_argument("--note", default="", help="a line for the header (what the machine was doing)")
     ap.add_argument("--held-out", action="store_true", help="also the leave-one-run-out coverage of the interval")
     a = ap.parse_args()
+    if a.out is None and not a.scaled:
+        a.out = os.path.join(ROOT, "traces", "calibration", "host_twin_residuals.tsv")
     ratios, runs, runs_json = [], [], []
     for d in a.dirs:
         with open(os.path.join(d, "rows.json")) as f:
             j = json.load(f)
         runs_json.append(j)
-        rows = j["rows"]
+        rows = [r for r in j["rows"] if predicted_of(r, a.scaled)]
         if not rows:
             sys.exit(f"{d}/rows.json holds no row")
         for r in rows:
-            if not (r["predicted_s"] > 0 and r["measured_s"] > 0):
+            if not (predicted_of(r, a.scaled) > 0 and r["measured_s"] > 0):
                 sys.exit(f"{d}/rows.json: row {r['config']} has no positive times")
-            ratios.append(r["measured_s"] / r["predicted_s"])
+            ratios.append(r["measured_s"] / predicted_of(r, a.scaled))
         loads = [r["load"] for r in rows]
         runs.append(f"{j['date_utc']} UTC ({len(rows)} rows, {j['calibration_runs']} calibration runs of {j['steps']} steps, "
                     f"{'SCHED_FIFO' if j['realtime'] else 'default scheduling'}, load {min(loads):.1f}-{max(loads):.1f})")
     q10, q50, q90 = (quantile(ratios, p) for p in (0.1, 0.5, 0.9))
+    what = "measured / predicted scaled to the state probe (--state-probe)" if a.scaled else "measured / predicted"
     lines = [
-        "# The host twin bench's residuals: measured / predicted iteration time of every row of the runs below",
+        f"# The host twin bench's residuals: {what} iteration time of every row of the runs below",
         "# (tests/bench/host_twin_error.py: tiny GPT, host preset, 2-vCPU development VM; each row a run measured",
         "# after its profile was made). The interval of a host-calibrated prediction (sim/prediction_interval_calibrated.h).",
         "# Written by tests/bench/fit_host_twin_residuals.py; do not edit by hand.",
@@ -116,11 +133,12 @@ def main():
     if a.note:
         lines.append(f"# {a.note}")
     lines += ["rows\tq10\tq50\tq90", f"{len(ratios)}\t{q10:.4f}\t{q50:.4f}\t{q90:.4f}"]
-    with open(a.out, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print(f"{a.out}: {len(ratios)} rows, q10 {q10:.4f}, q50 {q50:.4f}, q90 {q90:.4f}")
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    print(f"{a.out or 'not written'}: {len(ratios)} rows, q10 {q10:.4f}, q50 {q50:.4f}, q90 {q90:.4f}")
     if a.held_out:
-        held_out(runs_json, a.dirs)
+        held_out(runs_json, a.dirs, a.scaled)
 
 
 if __name__ == "__main__":

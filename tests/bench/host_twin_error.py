@@ -17,10 +17,11 @@ caught a slow or noisy moment set every prediction of its profile (docs/exec.md,
 runs).
 
 Each row is also predicted for the machine's state at that moment (`tandem run --probe-state`
-right before the prediction, `tandem sim --state-probe`: the profile's communication and Alloc/Free
-costs scaled by the probe's ratio to the calibration runs' own probes, kernels as calibrated;
-docs/exec.md "The machine's state, probed"): columns `state pred` and `state err`, and the probe's
-ratios. --no-state-probe leaves it out.
+right before the prediction, `tandem sim --state-probe`: the profile's collectives and Allocs/Frees
+scaled by the probe's zero-fill ratio to the calibration runs' own probes, kernels by its compute
+ratio; docs/exec.md sessions 13 and 14): columns `state pred` and `state err`, and the probe's
+ratios. Not the default prediction (session 14: it helps where the state changed and hurts where
+it did not). --no-state-probe leaves it out.
 
 Each row also gives the prediction interval `tandem sim` printed (its 80 % band,
 sim/prediction_interval_calibrated.h) and whether the measured time fell inside; DIR/rows.json keeps

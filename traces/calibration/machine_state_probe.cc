@@ -1,6 +1,8 @@
 #include "traces/calibration/machine_state_probe.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 #include "shared/error.h"
@@ -8,11 +10,25 @@
 
 namespace tandem {
 
+double min_of_round_medians(const std::vector<double>& times, int rounds) {
+  if (rounds < 1 || times.empty() || times.size() % size_t(rounds) != 0)
+    throw Error("machine state probe: " + std::to_string(times.size()) + " times do not split into " +
+                std::to_string(rounds) + " rounds", ErrorKind::kInternal);
+  const size_t n = times.size() / size_t(rounds);
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<double> g(times.begin() + long(size_t(r) * n), times.begin() + long(size_t(r + 1) * n));
+    std::sort(g.begin(), g.end());
+    best = std::min(best, n % 2 ? g[n / 2] : 0.5 * (g[n / 2 - 1] + g[n / 2]));
+  }
+  return best;
+}
+
 StateRatios state_ratios(const MachineStateProbe& now, const MachineStateProbe& then) {
   if (!now.valid() || !then.valid()) throw Error("machine state probe: a probe without positive times");
   StateRatios r;
-  r.communication = (now.allreduce_256b_s + now.allreduce_16kib_s) / (then.allreduce_256b_s + then.allreduce_16kib_s);
   r.memory = now.zero_fill_1mib_s / then.zero_fill_1mib_s;
+  r.communication = r.memory;
   r.compute = now.compute_s / then.compute_s;
   return r;
 }

@@ -11,25 +11,38 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "calibration.pb.h"
 
 namespace tandem {
 
+// Each field is min_of_round_medians over the probe's rounds (below).
 struct MachineStateProbe {
-  double allreduce_256b_s = 0;   // median over reps of the shortest member's time after a barrier
+  double allreduce_256b_s = 0;   // of the shortest member's time per repetition after a barrier
   double allreduce_16kib_s = 0;  // the same, 16 KiB
-  double zero_fill_1mib_s = 0;   // the slowest rank's median memset of 1 MiB (mapped, warm)
-  double compute_s = 0;          // the slowest rank's median 32x32x32 fp32 product
-  int reps = 0;
+  double zero_fill_1mib_s = 0;   // the slowest rank's, memset of 1 MiB (mapped, warm)
+  double compute_s = 0;          // the slowest rank's, a 32x32x32 fp32 product
+  int reps = 0;                  // repetitions per field, all rounds together
   int ranks = 0;
   bool valid() const { return allreduce_256b_s > 0 && allreduce_16kib_s > 0 && zero_fill_1mib_s > 0 && compute_s > 0; }
 };
 
-// The ratios of `now` to `then` (the calibration's): what a prediction scales each cost by, each
-// from the probe's own measurement of that cost's kind: communication from the two all-reduces'
-// summed time, Allocs/Frees from the zero fill, kernels and the time between them from the compute
-// loop.
+// The probe's statistic: `times` holds `rounds` consecutive groups of equal size, one per round of
+// the probe (the rounds of all four fields interleave in time); the minimum over rounds of each
+// round's median (the mean of the two middle values for an even size). A rank preempted for a few ms
+// slows one or two rounds, not all: a 41-repetition median over ~0.1 ms of compute loops took such a
+// moment whole (docs/exec.md "Session 14", a probe 1.6x in every field). A level that lasts minutes
+// (the all-reduce's third mode) moves every round and stays. Error (internal) if `times` does not
+// split into `rounds` non-empty groups.
+double min_of_round_medians(const std::vector<double>& times, int rounds);
+
+// The ratios of `now` to `then` (the calibration's): what a prediction scales each cost by.
+// Allocs/Frees and communication from the zero fill (the host all-reduce moves its data through
+// shared memory by copies, single-copy off: memory traffic as the memset's), kernels and the time
+// between them from the compute loop. Not communication from the all-reduce probe: its level has a
+// third mode (2.2-2.6x, every repetition, lasting tens of minutes) that the iteration does not
+// follow, and the zero fill follows the iteration's states without it (docs/exec.md "Session 14").
 struct StateRatios {
   double communication = 1, memory = 1, compute = 1;
 };
