@@ -159,6 +159,7 @@ struct SoftwareSpec {
   bool bucket_every_stage = true;     // false: only stage 0's first chunk is split into buckets
   bool pipeline_send_wait = false;    // the compute stream waits for each pipeline send (Megatron, DeepSpeed)
   bool overlap_p2p_comm = false;      // interleaved: a pass waits only for the sends of its own direction
+  bool pipeline_scatter_gather = false;  // a pipeline message sent as 1/tp slices, all-gathered on arrival
 };
 
 struct Scenario {

@@ -99,6 +99,7 @@ SoftwareSpec Resolver::software(const StrategySpec& strategy, std::vector<std::s
   spec.bucket_every_stage = !p.has_bucket_every_stage() || p.bucket_every_stage();
   spec.pipeline_send_wait = p.has_pipeline_send_wait() && p.pipeline_send_wait();
   spec.overlap_p2p_comm = p.has_overlap_p2p_comm() && p.overlap_p2p_comm();
+  spec.pipeline_scatter_gather = p.has_pipeline_scatter_gather() && p.pipeline_scatter_gather();
 
   // The two overlaps: the software field, else the deprecated strategy spelling when given.
   auto overlap = [&](const char* field, bool software_value) -> std::pair<bool, std::string> {

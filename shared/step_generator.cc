@@ -24,13 +24,40 @@ struct PendingSend {
 };
 using PendingSends = std::vector<PendingSend>;
 
+// A pipeline receive: the pass's input (or output gradient) buffer, and the part of it the
+// receive writes (the buffer itself, or this rank's 1/tp slice under software.pipeline_scatter_gather,
+// all-gathered into the buffer when the pass takes it).
+struct Received {
+  BufferId full = kNoId;
+  BufferId part = kNoId;
+};
+
 // The pipeline messages of one rank's schedule: sends not waited for yet, and receives posted
 // ahead of their pass (by (forward, chunk, micro-batch)), as the frameworks' batched exchanges post
 // them.
 struct PipeMessages {
   PendingSends sends;
-  std::map<std::tuple<bool, int, int>, BufferId> posted;
+  std::map<std::tuple<bool, int, int>, Received> posted;
 };
+
+// Megatron-LM's scatter/gather of pipeline messages (software.pipeline_scatter_gather; Megatron-LM
+// v3.0 megatron/p2p_communication.py:63-73, :96-103, :142-157 at d898a899): a message that is the
+// same on every rank of the tensor group (1-D tensor parallelism without Megatron-SP) goes as tp
+// slices of its elements, one a rank, when they divide evenly (else whole, as the code's override).
+// Returns the number of slices (1: sent whole).
+int64_t pipeline_slices(const StepState& st, const SoftwareSpec& sw) {
+  const StepDims& d = st.dims;
+  if (!sw.pipeline_scatter_gather || d.tp == 1 || d.seq_parallel || d.tp2d_q > 1 || d.tp3d_q > 1) return 1;
+  return (d.n_local * d.hidden) % d.tp == 0 ? d.tp : 1;
+}
+
+// This rank's slice of a pipeline message buffer: elements [rank * numel / tp, (rank + 1) * numel / tp)
+// (split_tensor_into_1d_equal_chunks, megatron/mpu/random.py:72-85 at d898a899: a view, no copy).
+BufferId pipeline_slice(StepState& st, BufferId b, int64_t slices) {
+  const Buffer& buf = st.program.buffer_at(b);
+  const int64_t part = buf.bytes / slices;
+  return st.program.view(b, part * st.coord.tp, part, buf.dtype, buf.name + "/tp_slice");
+}
 
 // Whether a pass (forward or backward) waits for a pending send before its first kernel, as the
 // framework waits (docs/software.md, software.pipeline_send_wait):
@@ -64,9 +91,13 @@ class StepGenerator : public ProgramGenerator {
   // from another virtual stage, and the posting of that receive (its Alloc waits for the compute
   // stream's last task: the receive is posted when compute gets there).
   bool receives(const StepState& st, bool forward_pass, int chunk) const;
-  BufferId post_receive(StepState& st, bool forward_pass, int chunk, int mb) const;
+  Received post_receive(StepState& st, bool forward_pass, int chunk, int mb) const;
   // The receive of a pass: the one posted ahead, else posted now.
-  BufferId take_receive(StepState& st, PipeMessages& msg, bool forward_pass, int chunk, int mb) const;
+  Received take_receive(StepState& st, PipeMessages& msg, bool forward_pass, int chunk, int mb) const;
+  // The received buffer, whole: a sliced message is all-gathered over the tensor group after the
+  // exchange, i.e. after the pass's send waits (Megatron gathers after req.wait() and
+  // torch.cuda.synchronize(), p2p_communication.py:134-157 at d898a899).
+  BufferId gather_received(StepState& st, const Received& r, bool forward_pass, int layer, int mb) const;
   // The compute stream waits for the pending sends a pass waits for: the sent buffer is freed on
   // the compute stream, after its send (shared/program_builder.h orders the Free after the send).
   void wait_sends(StepState& st, PendingSends& sends, bool forward_pass) const;
@@ -102,7 +133,7 @@ bool StepGenerator::receives(const StepState& st, bool forward_pass, int chunk) 
   return st.layout.units[forward_pass ? units.front() : units.back()].kind == ParamUnit::Kind::kLayer;
 }
 
-BufferId StepGenerator::post_receive(StepState& st, bool forward_pass, int chunk, int mb) const {
+Received StepGenerator::post_receive(StepState& st, bool forward_pass, int chunk, int mb) const {
   const StepDims& d = st.dims;
   const std::vector<int> units = st.chunk_units(chunk);
   const ParamUnit& pu = st.layout.units[forward_pass ? units.front() : units.back()];
@@ -112,16 +143,26 @@ BufferId StepGenerator::post_receive(StepState& st, bool forward_pass, int chunk
   const TaskId posted = st.program.last_on(Stream::kCompute);  // post the receive when compute gets here
   if (posted == kNoId) st.program.alloc(b, s);
   else st.program.alloc(b, s, {posted});
-  st.program.recv(st.pipeline_peer(forward_pass ? -1 : +1), b, forward_pass ? 0 : 1, mb, s);
-  return b;
+  const int64_t slices = pipeline_slices(st, sc_.software);
+  const Received r{b, slices > 1 ? pipeline_slice(st, b, slices) : b};
+  st.program.recv(st.pipeline_peer(forward_pass ? -1 : +1), r.part, forward_pass ? 0 : 1, mb, s);
+  return r;
 }
 
-BufferId StepGenerator::take_receive(StepState& st, PipeMessages& msg, bool forward_pass, int chunk, int mb) const {
+Received StepGenerator::take_receive(StepState& st, PipeMessages& msg, bool forward_pass, int chunk, int mb) const {
   const auto it = msg.posted.find({forward_pass, chunk, mb});
   if (it == msg.posted.end()) return post_receive(st, forward_pass, chunk, mb);
-  const BufferId b = it->second;
+  const Received r = it->second;
   msg.posted.erase(it);
-  return b;
+  return r;
+}
+
+BufferId StepGenerator::gather_received(StepState& st, const Received& r, bool forward_pass, int layer, int mb) const {
+  if (r.part == r.full) return r.full;
+  const Buffer& full = st.program.buffer_at(r.full);
+  st.tp_collective(CollectiveOp::kAllGather, r.part, r.full, full.bytes, forward_pass ? Phase::kForward : Phase::kBackward,
+                   layer, mb, ReduceOp::kSum, full.dtype, {st.program.last_on(Stream::kCompute)});
+  return r.full;
 }
 
 void StepGenerator::wait_sends(StepState& st, PendingSends& sends, bool forward_pass) const {
@@ -135,7 +176,9 @@ void StepGenerator::wait_sends(StepState& st, PendingSends& sends, bool forward_
 
 void StepGenerator::send(StepState& st, PendingSends& sends, BufferId b, bool forward_pass, int mb) const {
   const Stream s = forward_pass ? Stream::kSendFwd : Stream::kSendBwd;
-  st.program.send(st.pipeline_peer(forward_pass ? +1 : -1), b, forward_pass ? 0 : 1, mb, s);
+  const int64_t slices = pipeline_slices(st, sc_.software);
+  const BufferId sent = slices > 1 ? pipeline_slice(st, b, slices) : b;
+  st.program.send(st.pipeline_peer(forward_pass ? +1 : -1), sent, forward_pass ? 0 : 1, mb, s);
   if (sc_.software.pipeline_send_wait) sends.push_back({b, forward_pass});
   else st.program.free(b, s);
 }
@@ -153,8 +196,9 @@ void StepGenerator::forward(StepState& st, PipeMessages& msg, int chunk, int mb)
       x = emit_embedding_forward(st, u, chunk, mb);
     } else if (pu.kind == ParamUnit::Kind::kLayer) {
       if (x == kNoId) {  // the chunk's input comes from the previous virtual stage
-        x = take_receive(st, msg, true, chunk, mb);
+        const Received r = take_receive(st, msg, true, chunk, mb);
         wait_sends(st, msg.sends, true);
+        x = gather_received(st, r, true, pu.layer, mb);
       }
       LayerActs a;
       a.layer = pu.layer;
@@ -186,8 +230,9 @@ void StepGenerator::backward(StepState& st, PipeMessages& msg, int chunk, int mb
       g = emit_head_backward(st, u, chunk, mb);
     } else if (pu.kind == ParamUnit::Kind::kLayer) {
       if (g == kNoId) {  // the gradient comes from the next virtual stage
-        g = take_receive(st, msg, false, chunk, mb);
+        const Received r = take_receive(st, msg, false, chunk, mb);
         wait_sends(st, msg.sends, false);
+        g = gather_received(st, r, false, pu.layer, mb);
       }
       LayerActs a = st.take_layer(chunk, mb);
       g = emit_layer_backward(st, u, a, g);

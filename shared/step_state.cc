@@ -136,7 +136,7 @@ TaskId StepState::kernel(Kernel k, Phase phase, int layer, int mb, std::array<in
 }
 
 void StepState::tp_collective(CollectiveOp op, BufferId in, BufferId out, int64_t bytes, Phase phase, int layer,
-                              int mb, ReduceOp reduce, DType dtype) {
+                              int mb, ReduceOp reduce, DType dtype, std::initializer_list<TaskId> extra) {
   if (dims.tp == 1) return;
   Collective c;
   c.op = op;
@@ -148,7 +148,7 @@ void StepState::tp_collective(CollectiveOp op, BufferId in, BufferId out, int64_
   c.layer = layer;
   c.microbatch = mb;
   c.buffers = {in, out};
-  program.collective(std::move(c), Stream::kComm);
+  program.collective(std::move(c), Stream::kComm, extra);
 }
 
 void StepState::linear_fwd(Phase ph, int layer, int mb, BufferId x, BufferId w, BufferId y, int64_t rows,

@@ -169,7 +169,8 @@ class StepState {
                 DType dtype = DType::kFp32);
   // Collective over the tensor group (skipped when tp == 1). bytes per the IR's convention.
   void tp_collective(CollectiveOp op, BufferId in, BufferId out, int64_t bytes, Phase phase, int layer, int mb,
-                     ReduceOp reduce = ReduceOp::kSum, DType dtype = DType::kFp32);
+                     ReduceOp reduce = ReduceOp::kSum, DType dtype = DType::kFp32,
+                     std::initializer_list<TaskId> extra = {});
   // Y[n, out] = X W^T, dX = dY W, dW += dY^T X (weights stored [out, in]).
   void linear_fwd(Phase ph, int layer, int mb, BufferId x, BufferId w, BufferId y, int64_t rows, int64_t out, int64_t in);
   void linear_dgrad(int layer, int mb, BufferId dy, BufferId w, BufferId dx, int64_t rows, int64_t out, int64_t in);

@@ -151,6 +151,7 @@ std::string scenario_canonical_text(const Scenario& s) {
   if (!sw.bucket_every_stage) t.add("software.bucket_every_stage", sw.bucket_every_stage);
   if (sw.pipeline_send_wait) t.add("software.pipeline_send_wait", sw.pipeline_send_wait);
   if (sw.overlap_p2p_comm) t.add("software.overlap_p2p_comm", sw.overlap_p2p_comm);
+  if (sw.pipeline_scatter_gather) t.add("software.pipeline_scatter_gather", sw.pipeline_scatter_gather);
 
   t.add("seed", uint64_t{s.seed});
   return t.take();

@@ -365,6 +365,74 @@ TEST(SoftwareSchedule, PipelineSendWaitHoldsTheNextPass) {
   EXPECT_FALSE(tiny({"software.preset=megatron-lm-2022"}).software.overlap_p2p_comm);
 }
 
+// software.pipeline_scatter_gather: Megatron-LM v3.0 (megatron/p2p_communication.py:63-73,
+// :96-103, :142-157 at d898a8991d1a08d29074f87819d1bf41517e35f5) sends each pipeline message as
+// this tensor rank's 1/tp slice of its elements (split_tensor_into_1d_equal_chunks, a view:
+// megatron/mpu/random.py:72-85) unless sequence parallelism already split it, and the receiver
+// all-gathers the slices over its tensor group (gather_split_1d_tensor, random.py:88-101).
+// tiny-gpt, fp16, tp 2 x pp 2, 1F1B, micro-batch 2 x seq 32 = 64 tokens of hidden 64: a message is
+// 64 x 64 x 2 B = 8192 B; sliced, each rank sends 8192 / 2 = 4096 B at offset tp_rank x 4096 and the
+// receiver gathers 8192 B (a collective's bytes are its output's). 4 micro-batches: stage 0 sends 4
+// activations and gathers 4 gradients (backward), stage 1 the reverse. With Megatron-SP the message
+// is the rank's sequence shard, 32 x 64 x 2 = 4096 B, sent whole and not gathered.
+TEST(SoftwareSchedule, PipelineScatterGatherSendsATensorSlice) {
+  struct Seen {
+    std::vector<int64_t> sent, offsets;   // send bytes, and the sent view's offset in its buffer
+    std::vector<int64_t> gathered;        // tensor-group all-gathers of a received message
+    std::vector<Phase> gather_phase;
+  };
+  auto seen = [](const std::vector<std::string>& extra, int rank) {
+    std::vector<std::string> sets = {"cluster.gpus=4", "strategy.tp=2", "strategy.pp=2", "strategy.pp_schedule=1f1b",
+                                     "strategy.dtype=fp16", "software.preset=megatron-lm-2022"};
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    const Schedule s(tiny(sets));
+    const Program p = s.program(rank);
+    Seen out;
+    for (const Task& t : p.tasks) {
+      if (const SendRecv* m = std::get_if<SendRecv>(&t.op); m && m->is_send) {
+        out.sent.push_back(m->bytes);
+        out.offsets.push_back(p.buffers[m->buffer].view_of == kNoId ? -1 : p.buffers[m->buffer].view_offset_bytes);
+      }
+      if (const Collective* c = std::get_if<Collective>(&t.op);
+          c && c->op == CollectiveOp::kAllGather && s.group(c->group).kind == GroupKind::kTp && c->buffers.size() == 2 &&
+          p.buffers[c->buffers[0]].view_of == c->buffers[1]) {
+        out.gathered.push_back(c->bytes);
+        out.gather_phase.push_back(c->phase);
+      }
+    }
+    return out;
+  };
+  // Ranks: tp is the fastest axis, so rank 1 is stage 0's second tensor rank, rank 2 stage 1's first.
+  for (int rank : {0, 1, 2, 3}) {
+    const Seen on = seen({}, rank);
+    const bool first_stage = rank < 2;
+    const int64_t tp_rank = rank % 2;
+    ASSERT_EQ(on.sent.size(), 4u) << rank;
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(on.sent[i], 4096) << rank;
+      EXPECT_EQ(on.offsets[i], tp_rank * 4096) << rank;
+    }
+    ASSERT_EQ(on.gathered.size(), 4u) << rank;
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(on.gathered[i], 8192) << rank;
+      EXPECT_EQ(on.gather_phase[i], first_stage ? Phase::kBackward : Phase::kForward) << rank;
+    }
+    const Seen off = seen({"software.pipeline_scatter_gather=false"}, rank);
+    EXPECT_EQ(off.sent, std::vector<int64_t>(4, 8192)) << rank;
+    EXPECT_TRUE(off.gathered.empty()) << rank;
+    const Seen sp = seen({"strategy.sp_mode=megatron"}, rank);
+    EXPECT_EQ(sp.sent, std::vector<int64_t>(4, 4096)) << rank;
+    EXPECT_EQ(sp.offsets, std::vector<int64_t>(4, -1)) << rank;
+    EXPECT_TRUE(sp.gathered.empty()) << rank;
+  }
+  // The presets: Megatron-LM v2.5 and v3.0 on by default (a store_false flag); Megatron-Core r0.8's
+  // p2p_communication.py has no slicing; DeepSpeed's preset leaves it off.
+  EXPECT_TRUE(tiny({"software.preset=megatron-lm-2021"}).software.pipeline_scatter_gather);
+  EXPECT_TRUE(tiny({"software.preset=megatron-lm-2022"}).software.pipeline_scatter_gather);
+  EXPECT_FALSE(tiny({"software.preset=megatron-core-0.8"}).software.pipeline_scatter_gather);
+  EXPECT_FALSE(tiny({"software.preset=deepspeed-megatron-2021"}).software.pipeline_scatter_gather);
+}
+
 TEST(SoftwareSchedule, OptimizerAllReducesOverTheModelParallelGroup) {
   // tp 2 x pp 2 x dp 2, fp16, Megatron-LM 2021: found-inf (max) then norm (sum), each over the
   // tensor group, then the pipeline group: 4 all-reduces of 4 bytes (optimizer.py:338,

@@ -127,6 +127,8 @@ std::vector<Mutation> software_mutations() {
       {"software.bucket_every_stage", [](Scenario& s) { s.software.bucket_every_stage = !s.software.bucket_every_stage; }},
       {"software.pipeline_send_wait", [](Scenario& s) { s.software.pipeline_send_wait = !s.software.pipeline_send_wait; }},
       {"software.overlap_p2p_comm", [](Scenario& s) { s.software.overlap_p2p_comm = !s.software.overlap_p2p_comm; }},
+      {"software.pipeline_scatter_gather",
+       [](Scenario& s) { s.software.pipeline_scatter_gather = !s.software.pipeline_scatter_gather; }},
   };
 }
 
