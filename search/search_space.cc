@@ -1,5 +1,8 @@
 #include "search/search_space.h"
 
+#include <iterator>
+#include <sstream>
+
 #include "shared/error.h"
 
 namespace tandem::search {
@@ -55,6 +58,7 @@ void fix_keys(SpaceShape& shape, const std::vector<std::string>& sets) {
     if (key == "strategy.sp") shape.fixed_sp = layout_value(a, key);
     if (key == "strategy.tp_mode") shape.fixed_tp_mode = a.substr(eq + 1);
     if (key == "strategy.sp_mode") shape.fixed_sp_mode = a.substr(eq + 1);
+    if (key == "strategy.offload") shape.fixed_offload = a.substr(eq + 1);
   }
 }
 
@@ -89,6 +93,20 @@ void for_each_candidate(const SpaceShape& s, const std::function<void(const Cand
     }
     return grids;
   };
+  // (offload index, offload_fraction index): the fractions for a mode that reads them, unless the
+  // user fixed strategy.offload_fraction (-1: not set).
+  const bool fixed_fraction = s.fixed.count("strategy.offload_fraction") > 0;
+  std::vector<std::pair<int, int>> offload_choices;
+  for (int off : offloads) {
+    const bool fractions = off >= 0 ? kOffloads[off].fractions : [&] {
+      for (const TableRow& row : kOffloads)
+        if (row.fractions && s.fixed_offload == row.value) return true;
+      return false;
+    }();
+    if (!fractions || fixed_fraction) offload_choices.push_back({off, -1});
+    else
+      for (int f = 0; f < int(std::size(kOffloadFractions)); ++f) offload_choices.push_back({off, f});
+  }
   std::vector<int> switches[kSwitchCount];
   for (int i = 0; i < kSwitchCount; ++i) switches[i] = axis(s, kSoftwareSwitches[i], 2);
   const bool fixed_schedule = s.fixed.count("strategy.pp_schedule") || s.fixed.count("strategy.virtual_stages");
@@ -142,7 +160,7 @@ void for_each_candidate(const SpaceShape& s, const std::function<void(const Cand
               for (const auto& [schedule, v] : pipelines)
                 for (int zero : zeros)
                   for (int rc : recomputes)
-                    for (int off : offloads)
+                    for (const auto& [off, fraction] : offload_choices)
                       for (int mb : mbs)
                         for (int a : switches[0])
                           for (int b : switches[1])
@@ -154,6 +172,7 @@ void for_each_candidate(const SpaceShape& s, const std::function<void(const Cand
                               c.zero = int8_t(zero);
                               c.recompute = int8_t(rc);
                               c.offload = int8_t(off);
+                              c.fraction = int8_t(fraction);
                               c.micro_batch = mb;
                               c.switches[0] = int8_t(a), c.switches[1] = int8_t(b), c.switches[2] = int8_t(d);
                               visit(c);
@@ -180,6 +199,11 @@ std::vector<std::string> candidate_sets(const Candidate& c) {
   if (c.zero >= 0) v.push_back("strategy.zero_stage=" + std::to_string(c.zero));
   if (c.recompute >= 0) v.push_back(std::string("strategy.recompute=") + kRecomputes[c.recompute].value);
   if (c.offload >= 0) v.push_back(std::string("strategy.offload=") + kOffloads[c.offload].value);
+  if (c.fraction >= 0) {
+    std::ostringstream f;
+    f << "strategy.offload_fraction=" << kOffloadFractions[c.fraction];
+    v.push_back(f.str());
+  }
   if (c.micro_batch > 0) v.push_back("strategy.micro_batch=" + std::to_string(c.micro_batch));
   if (c.global_batch > 0) v.push_back("strategy.global_batch=" + std::to_string(c.global_batch));
   for (int i = 0; i < kSwitchCount; ++i)
