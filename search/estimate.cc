@@ -63,10 +63,6 @@ Estimate estimate(const Scenario& sc, const LayerCosts& c, CommCost& comm) {
   e.optimizer_s = updated * (c.optimizer_s_per_element + c.optimizer_copy_s_per_element) + c.optimizer_fixed_s;
   if (c.auto_grad_down_s_per_element > 0)
     e.offload_s = (micro - 1) * std::max(0.0, updated * c.auto_grad_down_s_per_element - stage_backward);
-  // offload params: the host chunks up before each pass of every micro-batch, on the h2d stream
-  // ahead of the pass (prefetched), exposed beyond it as the ZeRO-3 gather term below.
-  e.offload_s += micro * (std::max(0.0, updated * c.params_up_forward_s_per_element - stage_forward) +
-                          std::max(0.0, updated * c.params_up_backward_s_per_element - stage_backward));
   e.offload_s += auto_eviction_cost(sc, c.layer_stored_bytes, stage_forward, comm).exposed_s;  // search/offload_estimate.h
   if (group > 1) {
     const double grad_bytes = stage_params * dtype_bytes(sc.grad_dtype());

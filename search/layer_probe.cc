@@ -165,10 +165,7 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
 
   LayerCosts c;
   int64_t optimizer_elements = 0;
-  double optimizer_kernels_s = 0, optimizer_copies_s = 0, grad_downloads_s = 0, up_forward_s = 0, up_backward_s = 0;
-  // offload params: where the passes' uploads end (the first backward kernel, the first optimizer one).
-  const bool params = point.strategy.offload == Offload::kParams;
-  bool backward_seen = false, optimizer_seen = false;
+  double optimizer_kernels_s = 0, optimizer_copies_s = 0, grad_downloads_s = 0;
   // Parameters from the layout the generators allocate (its units: embedding, layer, head).
   for (const ParamUnit& u : make_param_layout(schedule.scenario(), 0, 0).units) {
     if (u.kind == ParamUnit::Kind::kLayer) c.layer_params += u.elements;
@@ -178,8 +175,6 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
   for (const Task& t : program.tasks) {
     if (const auto* k = std::get_if<Compute>(&t.op)) {
       const double time = compute.time_s(*k, t.stream == Stream::kHost);
-      backward_seen = backward_seen || k->phase == Phase::kBackward;
-      optimizer_seen = optimizer_seen || k->phase == Phase::kOptimizer;
       if (k->phase == Phase::kOptimizer) {
         optimizer_kernels_s += time;
         if (k->kernel == Kernel::kAdam) optimizer_elements += k->dims[0];
@@ -196,10 +191,6 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
       if (col->phase == Phase::kOptimizer) c.optimizer_fixed_s += time;
       else if (col->layer < 0) c.last_s += time;
     } else if (const auto* copy = std::get_if<Copy>(&t.op); copy && copy->direction != CopyDirection::kD2D) {
-      if (params && copy->direction == CopyDirection::kH2D && !optimizer_seen) {
-        (backward_seen ? up_backward_s : up_forward_s) += comm_.copy_s(double(copy->bytes));
-        continue;
-      }
       optimizer_copies_s += comm_.copy_s(double(copy->bytes));  // host copies: offload's, of the optimizer
       if (copy->direction == CopyDirection::kD2H) grad_downloads_s += comm_.copy_s(double(copy->bytes));
     }
@@ -209,8 +200,6 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
   if (optimizer_elements > 0) {
     c.optimizer_s_per_element = optimizer_kernels_s / double(optimizer_elements);
     c.optimizer_copy_s_per_element = optimizer_copies_s / double(optimizer_elements);
-    c.params_up_forward_s_per_element = up_forward_s / double(optimizer_elements);
-    c.params_up_backward_s_per_element = up_backward_s / double(optimizer_elements);
     if (point.strategy.offload == Offload::kAuto) c.auto_grad_down_s_per_element = grad_downloads_s / double(optimizer_elements);
   }
   return c;

@@ -48,12 +48,6 @@ struct LayerCosts {
   // micro-batch on, each chunk's accumulated shard comes up and the sum goes down again, the
   // same bytes each way (search/estimate.h). Also part of optimizer_copy_s_per_element. 0 otherwise.
   double auto_grad_down_s_per_element = 0;
-  // offload params: the host chunks' uploads before the forward's and the backward's use, per
-  // optimizer element (the probe's host-to-device copies before its first backward kernel, and
-  // from there to its first optimizer kernel, shared/grad_sync.cc gather_host_chunk): every
-  // micro-batch moves them again (search/estimate.h). Not part of optimizer_copy_s_per_element.
-  double params_up_forward_s_per_element = 0;
-  double params_up_backward_s_per_element = 0;
   // Parameter elements on one tp rank: one layer, the embedding table, the rest (final norm,
   // untied head).
   int64_t layer_params = 0;

@@ -1,7 +1,6 @@
 #include "search/search_space.h"
 
-#include <iterator>
-#include <sstream>
+#include <charconv>
 
 #include "shared/error.h"
 
@@ -93,19 +92,24 @@ void for_each_candidate(const SpaceShape& s, const std::function<void(const Cand
     }
     return grids;
   };
-  // (offload index, offload_fraction index): the fractions for a mode that reads them, unless the
-  // user fixed strategy.offload_fraction (-1: not set).
+  // (offload index, offload_fraction): each fraction for a mode that reads them, 0 for the others
+  // when some mode of the axis reads them; -1 (not set) when none does or the user fixed it.
   const bool fixed_fraction = s.fixed.count("strategy.offload_fraction") > 0;
-  std::vector<std::pair<int, int>> offload_choices;
+  auto reads_fraction = [&](int off) {
+    if (off >= 0) return kOffloads[off].fractions;
+    for (const TableRow& row : kOffloads)
+      if (row.fractions && s.fixed_offload == row.value) return true;
+    return false;
+  };
+  bool fraction_axis = false;
+  for (int off : offloads) fraction_axis = fraction_axis || reads_fraction(off);
+  fraction_axis = fraction_axis && !fixed_fraction;
+  std::vector<std::pair<int, double>> offload_choices;
   for (int off : offloads) {
-    const bool fractions = off >= 0 ? kOffloads[off].fractions : [&] {
-      for (const TableRow& row : kOffloads)
-        if (row.fractions && s.fixed_offload == row.value) return true;
-      return false;
-    }();
-    if (!fractions || fixed_fraction) offload_choices.push_back({off, -1});
+    if (!fraction_axis) offload_choices.push_back({off, -1.0});
+    else if (!reads_fraction(off)) offload_choices.push_back({off, 0.0});
     else
-      for (int f = 0; f < int(std::size(kOffloadFractions)); ++f) offload_choices.push_back({off, f});
+      for (double f : kOffloadFractions) offload_choices.push_back({off, f});
   }
   std::vector<int> switches[kSwitchCount];
   for (int i = 0; i < kSwitchCount; ++i) switches[i] = axis(s, kSoftwareSwitches[i], 2);
@@ -172,7 +176,7 @@ void for_each_candidate(const SpaceShape& s, const std::function<void(const Cand
                               c.zero = int8_t(zero);
                               c.recompute = int8_t(rc);
                               c.offload = int8_t(off);
-                              c.fraction = int8_t(fraction);
+                              c.offload_fraction = fraction;
                               c.micro_batch = mb;
                               c.switches[0] = int8_t(a), c.switches[1] = int8_t(b), c.switches[2] = int8_t(d);
                               visit(c);
@@ -199,10 +203,10 @@ std::vector<std::string> candidate_sets(const Candidate& c) {
   if (c.zero >= 0) v.push_back("strategy.zero_stage=" + std::to_string(c.zero));
   if (c.recompute >= 0) v.push_back(std::string("strategy.recompute=") + kRecomputes[c.recompute].value);
   if (c.offload >= 0) v.push_back(std::string("strategy.offload=") + kOffloads[c.offload].value);
-  if (c.fraction >= 0) {
-    std::ostringstream f;
-    f << "strategy.offload_fraction=" << kOffloadFractions[c.fraction];
-    v.push_back(f.str());
+  if (c.offload_fraction >= 0) {
+    char f[32];
+    const auto end = std::to_chars(f, f + sizeof f, c.offload_fraction).ptr;  // shortest: 0, 0.5, 1
+    v.push_back("strategy.offload_fraction=" + std::string(f, end));
   }
   if (c.micro_batch > 0) v.push_back("strategy.micro_batch=" + std::to_string(c.micro_batch));
   if (c.global_batch > 0) v.push_back("strategy.global_batch=" + std::to_string(c.global_batch));

@@ -71,7 +71,10 @@ struct Candidate {
   int tp_depth = 0;      // 0: fixed by the user, not set
   int global_batch = 0;  // 0: the scenario's, not set (set with --vary-batch)
   int8_t tp_mode = -1, sp_mode = -1, schedule = -1, zero = -1, recompute = -1, offload = -1;
-  int8_t fraction = -1;  // index into kOffloadFractions (-1: not set: another mode, or fixed by the user)
+  // strategy.offload_fraction: a value of kOffloadFractions for params, 0 for the other modes
+  // (set by every point when params is searched and the user did not fix the fraction, so that a
+  // point never inherits the one before's); < 0: not set.
+  double offload_fraction = -1;
   int8_t switches[kSwitchCount] = {-1, -1, -1};  // 0 off, 1 on, -1 fixed
 };
 

@@ -91,8 +91,9 @@ TEST(SearchSpace, TensorModesDepthsAndOffload) {
     else EXPECT_EQ(c.tp % c.tp_depth, 0);
     if (c.tp_depth > 1) ++depth_above_one;
     EXPECT_GE(c.offload, 0);
-    // The fraction is set for params only.
-    EXPECT_EQ(c.fraction >= 0, std::string(kOffloads[c.offload].value) == "params");
+    // Every point sets the fraction: params each of kOffloadFractions, the others 0.
+    EXPECT_EQ(c.offload_fraction > 0, std::string(kOffloads[c.offload].value) == "params");
+    EXPECT_GE(c.offload_fraction, 0);
     if (std::string(kOffloads[c.offload].value) == "params") ++params;
   });
   EXPECT_EQ(points, 160);
@@ -150,6 +151,11 @@ TEST(SearchSpace, CandidateSetsAreSetAssignments) {
       "strategy.recompute=full", "strategy.micro_batch=4", "software.grad_reduce_overlap=true",
       "software.overlap_param_gather=false"};
   EXPECT_EQ(candidate_sets(c), expected);
+  // offload params with its fraction, after the offload (kOffloads[2] is params).
+  c.offload = 2, c.offload_fraction = 0.5;
+  std::vector<std::string> with_params = expected;
+  with_params.insert(with_params.begin() + 10, {"strategy.offload=params", "strategy.offload_fraction=0.5"});
+  EXPECT_EQ(candidate_sets(c), with_params);
 }
 
 TEST(RuleOf, DropsOriginsAndValues) {
