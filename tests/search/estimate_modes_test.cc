@@ -2,9 +2,10 @@
 // self-attention, offload params with its fraction, offload auto) against the simulator: on GPT
 // 1.3B (scenarios/gpt-1.3b-h200.textproto) each small set of points differing in that mode only
 // must be ranked by the estimate as `tandem sim` ranks it (what the search needs of the estimate:
-// its order, search/estimate.h; no figure of the program's output is asserted). The new terms:
-// 3d's collectives and ring's passes come from the layer probe's replayed program
-// (search/layer_probe.h), params' per-pass uploads from search/estimate.cc's offload params term.
+// its order, search/estimate.h; no figure of the program's output is asserted). The new modes'
+// costs: 3d's collectives and ring's passes come from the layer probe's replayed program
+// (search/layer_probe.h), params' host Adam and copies from the probe's optimizer terms (its key
+// now takes the fraction); docs/search.md "Session 14: the space".
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,8 +24,8 @@ namespace {
 
 const std::string kGpt13 = std::string(TANDEM_SOURCE_DIR) + "/scenarios/gpt-1.3b-h200.textproto";
 
-// Estimates and simulates each point (base + its own sets), prints both and expects the two orders
-// to agree.
+// Estimates and simulates each point (base + its own sets), prints both and expects the estimate's
+// order to be the simulator's.
 void expect_same_order(const std::vector<std::string>& base, const std::vector<std::vector<std::string>>& points) {
   std::vector<double> est, sim;
   std::vector<std::string> names;
@@ -44,13 +45,11 @@ void expect_same_order(const std::vector<std::string>& base, const std::vector<s
                 names.back().c_str(), est.back(), e.optimizer_s, e.offload_s, e.comm_s, sim.back(),
                 100 * (est.back() / sim.back() - 1));
   }
-  auto order = [](const std::vector<double>& t) {
-    std::vector<int> o(t.size());
-    for (size_t i = 0; i < o.size(); ++i) o[i] = int(i);
-    std::stable_sort(o.begin(), o.end(), [&](int a, int b) { return t[size_t(a)] < t[size_t(b)]; });
-    return o;
-  };
-  EXPECT_EQ(order(est), order(sim));
+  // Pairwise and strict: a point the simulator finds faster must be estimated faster (a tie in
+  // the estimate, as two params fractions sharing one layer probe would give, fails).
+  for (size_t i = 0; i < sim.size(); ++i)
+    for (size_t j = 0; j < sim.size(); ++j)
+      if (sim[i] < sim[j]) EXPECT_LT(est[i], est[j]) << names[i] << " against " << names[j];
 }
 
 TEST(EstimateModes, TensorModesAtTpEightAsTheSimulator) {
