@@ -144,6 +144,11 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
   s.global_batch = s.micro_batch;
   probe.software.overlap_param_gather = false;
   probe.cluster.gpus = s.tp * s.sp;
+  // offload auto places chunks for the HBM: the probe's one layer, without the point's data
+  // parallelism to shard its chunks, may find no placement where the point does (the planner's
+  // out of memory). Its costs are the layer's, with nothing evicted (the whole stage's evictions
+  // are search/offload_estimate.h's), so it is planned on a device it fits.
+  if (s.offload == Offload::kAuto) probe.cluster.hbm_gib = std::max(probe.cluster.hbm_gib, 1024.0);
   const Schedule schedule(std::move(probe));
   const Program program = schedule.program(0);
   const sim::ComputeCostModel& compute = point.strategy.flash_attention ? compute_flash_ : compute_plain_;

@@ -16,8 +16,15 @@ PlanVerdict plan_point(PointChecker& checker, const Candidate& c) {
   std::string message;
   if (!checker.check(candidate_sets(c), &point, &message))
     throw Error("search: internal: a valid point no longer loads: " + message, ErrorKind::kInternal);
-  const PlanSummary plan = summarize(Schedule(std::move(point)));
-  return {plan.peak_memory_bytes, plan.fits};
+  try {
+    const PlanSummary plan = summarize(Schedule(std::move(point)));
+    return {plan.peak_memory_bytes, plan.fits};
+  } catch (const Error& e) {
+    // offload auto's planner refuses a point where no placement fits one operator
+    // (shared/auto_placement.cc, tandem sim's exit 3): out of memory, with no peak planned.
+    if (e.kind() != ErrorKind::kOutOfMemory) throw;
+    return {0, false};
+  }
 }
 
 namespace {
