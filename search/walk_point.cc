@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <limits>
 #include <thread>
 
 #include "search_ranks.pb.h"
@@ -21,9 +22,10 @@ PlanVerdict plan_point(PointChecker& checker, const Candidate& c) {
     return {plan.peak_memory_bytes, plan.fits};
   } catch (const Error& e) {
     // offload auto's planner refuses a point where no placement fits one operator
-    // (shared/auto_placement.cc, tandem sim's exit 3): out of memory, with no peak planned.
+    // (shared/auto_placement.cc, tandem sim's exit 3): out of memory, with no peak planned (the
+    // largest, so that no "smallest planned peak" is this point's).
     if (e.kind() != ErrorKind::kOutOfMemory) throw;
-    return {0, false};
+    return {std::numeric_limits<int64_t>::max(), false};
   }
 }
 
