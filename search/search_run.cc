@@ -107,6 +107,10 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
     std::string message;
   };
   std::map<SplitKey, SplitVerdict> splits;
+  // Gemini's rules (search/split_rules.h, refused_by_gemini): per (split, offload, recompute and,
+  // where the pipeline rule does not apply, zero_stage) of the current layout, the rule and message
+  // of the first of its points the loader refused.
+  std::map<GeminiKey, SplitVerdict> gemini;
   Candidate switch_base;
   bool have_switch_base = false, switch_base_refuses_all = false;
   std::string switch_base_message;
@@ -140,6 +144,7 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
       layout = key, have_layout = true;
       layout_refused = shortcuts && refused_by_layout(key, checker.base());
       splits.clear();
+      gemini.clear();
       layout_rule = nullptr;
       if (layout_refused) {
         auto it = refused.find({{key.dp, key.tp, key.pp, key.sp}, {key.tp_mode, key.tp_depth}});
@@ -165,6 +170,18 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
         return;
       }
     }
+    // Gemini's rules, once per key of this layout.
+    SplitVerdict* gem = nullptr;
+    if (GeminiKey gkey; shortcuts && refused_by_gemini(c, checker.base(), &gkey)) {
+      gem = &gemini[gkey];
+      gem->refused = true;
+      if (gem->rule) {
+        // The loader's verdict on an earlier point of this key is every one's.
+        ++gem->rule->count;
+        last_rule = gem->rule, last_message = gem->message;
+        return;
+      }
+    }
     const std::vector<std::string> point_sets = candidate_sets(c);
     bool ok;
     if (shortcuts && refused_with_every_switch(c)) {
@@ -177,6 +194,9 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
                   ErrorKind::kInternal);
     if (ok && split && split->refused)
       throw Error("search: internal: the split rules refuse a point the loader accepts: " + join_sets(point_sets),
+                  ErrorKind::kInternal);
+    if (ok && gem)
+      throw Error("search: internal: Gemini's rules refuse a point the loader accepts: " + join_sets(point_sets),
                   ErrorKind::kInternal);
     if (ok) {
       try {
@@ -206,6 +226,7 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
         refused[{{key.dp, key.tp, key.pp, key.sp}, {key.tp_mode, key.tp_depth}}] = {layout_rule, message};
       }
       if (split && split->refused) split->rule = last_rule, split->message = message;
+      if (gem) gem->rule = last_rule, gem->message = message;
     }
   });
   part.valid = valid.size();

@@ -86,4 +86,18 @@ bool refused_by_split(const Candidate& c, const proto::Scenario& base) {
   return false;
 }
 
+bool refused_by_gemini(const Candidate& c, const proto::Scenario& base, GeminiKey* key) {
+  if (!eligible(c, base)) return false;
+  const proto::Strategy& st = base.strategy();
+  Offload offload;
+  if (!spelled(c.offload >= 0 ? kOffloads[c.offload].value : st.offload(), kOffloadSpellings, &offload)) return false;
+  if (offload != Offload::kParams && offload != Offload::kAuto) return false;
+  const int64_t zero = c.zero >= 0 ? c.zero : st.zero_stage();
+  if (c.dp < 1 || c.pp < 1 || c.sp < 1 || zero < 0 || zero > 3) return false;
+  const bool pipeline = c.pp != 1;
+  if (!pipeline && !(int64_t{c.dp} * c.sp > 1 && zero != 3)) return false;
+  *key = {split_of(c), c.offload, c.recompute, pipeline ? -2 : c.zero};
+  return true;
+}
+
 }  // namespace tandem::search
