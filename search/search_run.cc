@@ -77,6 +77,9 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
   std::vector<Valid> valid;
   Scenario point;
   std::string message, last_message;
+  // The rule of the last refused point and a message of it (rule_of(last_message) is last_rule): a
+  // shortcut keeps the message when the rule is the same (no copy a point), so a loaded point with
+  // another message of that rule only asks rule_of again.
   RuleCount* last_rule = nullptr;
   uint64_t order = 0;
   using PipelineGroup = std::tuple<int, int, int, int, int, int, int, int, int, int>;
@@ -154,7 +157,7 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
     if (layout_refused && layout_rule && eligible(c, checker.base())) {
       // The loader's verdict on an earlier point of this layout is every eligible point's.
       ++layout_rule->count;
-      last_rule = layout_rule, last_message = layout_message;
+      if (last_rule != layout_rule) last_rule = layout_rule, last_message = layout_message;
       return;
     }
     // The split rules (search/split_rules.h), once per split of this layout.
@@ -166,7 +169,7 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
       if (split->refused && split->rule) {
         // The loader's verdict on an earlier point of this split is every one's.
         ++split->rule->count;
-        last_rule = split->rule, last_message = split->message;
+        if (last_rule != split->rule) last_rule = split->rule, last_message = split->message;
         return;
       }
     }
@@ -178,7 +181,7 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
       if (gem->rule) {
         // The loader's verdict on an earlier point of this key is every one's.
         ++gem->rule->count;
-        last_rule = gem->rule, last_message = gem->message;
+        if (last_rule != gem->rule) last_rule = gem->rule, last_message = gem->message;
         return;
       }
     }

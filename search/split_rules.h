@@ -24,7 +24,8 @@
 // `refused_by_split` holds, some rule before the offload rules refuses the point, and every eligible
 // point of the same split is refused at the same rule with the same message: the loader's message
 // for one point of it is every one's. Like the layout's, the predicate is sound, not complete (it
-// mirrors the rules above but 3d's and Colossal-AI's ring, which the space does not enumerate); a
+// mirrors the rules above but 3d's and the last two of Colossal-AI's ring: flash attention and
+// selective recompute); a
 // split it lets through is checked point by point by the loader as before.
 #pragma once
 
