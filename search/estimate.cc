@@ -1,6 +1,7 @@
 #include "search/estimate.h"
 
 #include "search/offload_estimate.h"
+#include "shared/sequence_split.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,8 +24,7 @@ Estimate estimate(const Scenario& sc, const LayerCosts& c, CommCost& comm) {
   const int pp = s.pp, dp = s.dp;
   // The gradients' group: dp ranks tp*pp*sp apart, times the sp ranks next to each with a sequence
   // axis of its own (ulysses, ring_attention: the data-and-sequence group, shared/sequence_split.h).
-  const bool seq_axis = s.sp > 1 && (s.sp_mode == SpMode::kUlysses || s.sp_mode == SpMode::kRingAttention);
-  const int seq = seq_axis ? s.sp : 1, group = dp * seq;
+  const int seq = splits_sequence_axis(s) ? s.sp : 1, group = dp * seq;
   std::vector<int> members;
   for (int d = 0; d < dp; ++d)
     for (int q = 0; q < seq; ++q) members.push_back(d * s.tp * s.sp * s.pp + q);

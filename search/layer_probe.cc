@@ -19,7 +19,8 @@ LayerProbes::LayerProbes(const ClusterSpec& cluster)
 const LayerCosts& LayerProbes::costs(const Scenario& point) {
   const StrategySpec& s = point.strategy;
   const auto key = std::make_tuple(s.tp, s.sp, int(s.sp_mode), int(s.tp_mode), s.tp_depth, s.micro_batch,
-                                   int(s.recompute), int(s.offload), point.software.tp_comm_overlap, s.flash_attention);
+                                   int(s.recompute), int(s.offload), point.software.tp_comm_overlap, s.flash_attention,
+                                   int(s.offload_fraction * 1e6 + 0.5));
   auto it = cache_.find(key);
   if (it == cache_.end()) it = cache_.emplace(key, measure(point)).first;
   return it->second;
@@ -143,6 +144,11 @@ LayerCosts LayerProbes::measure(const Scenario& point) {
   s.global_batch = s.micro_batch;
   probe.software.overlap_param_gather = false;
   probe.cluster.gpus = s.tp * s.sp;
+  // offload auto places chunks for the HBM: the probe's one layer, without the point's data
+  // parallelism to shard its chunks, may find no placement where the point does (the planner's
+  // out of memory). Its costs are the layer's, with nothing evicted (the whole stage's evictions
+  // are search/offload_estimate.h's), so it is planned on a device it fits.
+  if (s.offload == Offload::kAuto) probe.cluster.hbm_gib = std::max(probe.cluster.hbm_gib, 1024.0);
   const Schedule schedule(std::move(probe));
   const Program program = schedule.program(0);
   const sim::ComputeCostModel& compute = point.strategy.flash_attention ? compute_flash_ : compute_plain_;

@@ -65,8 +65,8 @@ struct LayerCosts {
 class LayerProbes {
  public:
   // The settings a probe depends on: tp, sp, sp_mode, tp_mode, tp_depth, micro_batch, recompute,
-  // offload, tp_comm_overlap, flash_attention.
-  using Key = std::tuple<int, int, int, int, int, int, int, int, bool, bool>;
+  // offload, tp_comm_overlap, flash_attention, offload_fraction (in millionths).
+  using Key = std::tuple<int, int, int, int, int, int, int, int, bool, bool, int>;
 
   explicit LayerProbes(const ClusterSpec& cluster);
   // The costs of a resolved point's layer (cached by the settings above).

@@ -8,6 +8,7 @@ void to_proto(const Candidate& c, proto::SearchCandidate* out) {
   out->set_tp_depth(c.tp_depth), out->set_global_batch(c.global_batch);
   out->set_tp_mode(c.tp_mode), out->set_sp_mode(c.sp_mode), out->set_schedule(c.schedule);
   out->set_zero(c.zero), out->set_recompute(c.recompute), out->set_offload(c.offload);
+  out->set_offload_fraction(c.offload_fraction);
   for (int8_t s : c.switches) out->add_switches(s);
 }
 
@@ -20,6 +21,7 @@ Candidate from_proto(const proto::SearchCandidate& p) {
   c.tp_depth = p.tp_depth(), c.global_batch = p.global_batch();
   c.tp_mode = int8_t(p.tp_mode()), c.sp_mode = int8_t(p.sp_mode()), c.schedule = int8_t(p.schedule());
   c.zero = int8_t(p.zero()), c.recompute = int8_t(p.recompute()), c.offload = int8_t(p.offload());
+  c.offload_fraction = p.offload_fraction();
   for (int i = 0; i < kSwitchCount; ++i) c.switches[i] = int8_t(p.switches(i));
   return c;
 }

@@ -77,6 +77,9 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
   std::vector<Valid> valid;
   Scenario point;
   std::string message, last_message;
+  // The rule of the last refused point and a message of it (rule_of(last_message) is last_rule): a
+  // shortcut keeps the message when the rule is the same (no copy a point), so a loaded point with
+  // another message of that rule only asks rule_of again.
   RuleCount* last_rule = nullptr;
   uint64_t order = 0;
   using PipelineGroup = std::tuple<int, int, int, int, int, int, int, int, int, int>;
@@ -107,6 +110,10 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
     std::string message;
   };
   std::map<SplitKey, SplitVerdict> splits;
+  // Gemini's rules (search/split_rules.h, refused_by_gemini): per (split, offload, recompute and,
+  // where the pipeline rule does not apply, zero_stage) of the current layout, the rule and message
+  // of the first of its points the loader refused.
+  std::map<GeminiKey, SplitVerdict> gemini;
   Candidate switch_base;
   bool have_switch_base = false, switch_base_refuses_all = false;
   std::string switch_base_message;
@@ -140,6 +147,7 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
       layout = key, have_layout = true;
       layout_refused = shortcuts && refused_by_layout(key, checker.base());
       splits.clear();
+      gemini.clear();
       layout_rule = nullptr;
       if (layout_refused) {
         auto it = refused.find({{key.dp, key.tp, key.pp, key.sp}, {key.tp_mode, key.tp_depth}});
@@ -149,7 +157,7 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
     if (layout_refused && layout_rule && eligible(c, checker.base())) {
       // The loader's verdict on an earlier point of this layout is every eligible point's.
       ++layout_rule->count;
-      last_rule = layout_rule, last_message = layout_message;
+      if (last_rule != layout_rule) last_rule = layout_rule, last_message = layout_message;
       return;
     }
     // The split rules (search/split_rules.h), once per split of this layout.
@@ -161,7 +169,19 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
       if (split->refused && split->rule) {
         // The loader's verdict on an earlier point of this split is every one's.
         ++split->rule->count;
-        last_rule = split->rule, last_message = split->message;
+        if (last_rule != split->rule) last_rule = split->rule, last_message = split->message;
+        return;
+      }
+    }
+    // Gemini's rules, once per key of this layout.
+    SplitVerdict* gem = nullptr;
+    if (GeminiKey gkey; shortcuts && refused_by_gemini(c, checker.base(), &gkey)) {
+      gem = &gemini[gkey];
+      gem->refused = true;
+      if (gem->rule) {
+        // The loader's verdict on an earlier point of this key is every one's.
+        ++gem->rule->count;
+        if (last_rule != gem->rule) last_rule = gem->rule, last_message = gem->message;
         return;
       }
     }
@@ -177,6 +197,9 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
                   ErrorKind::kInternal);
     if (ok && split && split->refused)
       throw Error("search: internal: the split rules refuse a point the loader accepts: " + join_sets(point_sets),
+                  ErrorKind::kInternal);
+    if (ok && gem)
+      throw Error("search: internal: Gemini's rules refuse a point the loader accepts: " + join_sets(point_sets),
                   ErrorKind::kInternal);
     if (ok) {
       try {
@@ -206,6 +229,7 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
         refused[{{key.dp, key.tp, key.pp, key.sp}, {key.tp_mode, key.tp_depth}}] = {layout_rule, message};
       }
       if (split && split->refused) split->rule = last_rule, split->message = message;
+      if (gem) gem->rule = last_rule, gem->message = message;
     }
   });
   part.valid = valid.size();

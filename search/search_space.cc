@@ -1,5 +1,7 @@
 #include "search/search_space.h"
 
+#include <charconv>
+
 #include "shared/error.h"
 
 namespace tandem::search {
@@ -55,6 +57,7 @@ void fix_keys(SpaceShape& shape, const std::vector<std::string>& sets) {
     if (key == "strategy.sp") shape.fixed_sp = layout_value(a, key);
     if (key == "strategy.tp_mode") shape.fixed_tp_mode = a.substr(eq + 1);
     if (key == "strategy.sp_mode") shape.fixed_sp_mode = a.substr(eq + 1);
+    if (key == "strategy.offload") shape.fixed_offload = a.substr(eq + 1);
   }
 }
 
@@ -89,6 +92,25 @@ void for_each_candidate(const SpaceShape& s, const std::function<void(const Cand
     }
     return grids;
   };
+  // (offload index, offload_fraction): each fraction for a mode that reads them, 0 for the others
+  // when some mode of the axis reads them; -1 (not set) when none does or the user fixed it.
+  const bool fixed_fraction = s.fixed.count("strategy.offload_fraction") > 0;
+  auto reads_fraction = [&](int off) {
+    if (off >= 0) return kOffloads[off].fractions;
+    for (const TableRow& row : kOffloads)
+      if (row.fractions && s.fixed_offload == row.value) return true;
+    return false;
+  };
+  bool fraction_axis = false;
+  for (int off : offloads) fraction_axis = fraction_axis || reads_fraction(off);
+  fraction_axis = fraction_axis && !fixed_fraction;
+  std::vector<std::pair<int, double>> offload_choices;
+  for (int off : offloads) {
+    if (!fraction_axis) offload_choices.push_back({off, -1.0});
+    else if (!reads_fraction(off)) offload_choices.push_back({off, 0.0});
+    else
+      for (double f : kOffloadFractions) offload_choices.push_back({off, f});
+  }
   std::vector<int> switches[kSwitchCount];
   for (int i = 0; i < kSwitchCount; ++i) switches[i] = axis(s, kSoftwareSwitches[i], 2);
   const bool fixed_schedule = s.fixed.count("strategy.pp_schedule") || s.fixed.count("strategy.virtual_stages");
@@ -142,7 +164,7 @@ void for_each_candidate(const SpaceShape& s, const std::function<void(const Cand
               for (const auto& [schedule, v] : pipelines)
                 for (int zero : zeros)
                   for (int rc : recomputes)
-                    for (int off : offloads)
+                    for (const auto& [off, fraction] : offload_choices)
                       for (int mb : mbs)
                         for (int a : switches[0])
                           for (int b : switches[1])
@@ -154,6 +176,7 @@ void for_each_candidate(const SpaceShape& s, const std::function<void(const Cand
                               c.zero = int8_t(zero);
                               c.recompute = int8_t(rc);
                               c.offload = int8_t(off);
+                              c.offload_fraction = fraction;
                               c.micro_batch = mb;
                               c.switches[0] = int8_t(a), c.switches[1] = int8_t(b), c.switches[2] = int8_t(d);
                               visit(c);
@@ -180,6 +203,11 @@ std::vector<std::string> candidate_sets(const Candidate& c) {
   if (c.zero >= 0) v.push_back("strategy.zero_stage=" + std::to_string(c.zero));
   if (c.recompute >= 0) v.push_back(std::string("strategy.recompute=") + kRecomputes[c.recompute].value);
   if (c.offload >= 0) v.push_back(std::string("strategy.offload=") + kOffloads[c.offload].value);
+  if (c.offload_fraction >= 0) {
+    char f[32];
+    const auto end = std::to_chars(f, f + sizeof f, c.offload_fraction).ptr;  // shortest: 0, 0.5, 1
+    v.push_back("strategy.offload_fraction=" + std::string(f, end));
+  }
   if (c.micro_batch > 0) v.push_back("strategy.micro_batch=" + std::to_string(c.micro_batch));
   if (c.global_batch > 0) v.push_back("strategy.global_batch=" + std::to_string(c.global_batch));
   for (int i = 0; i < kSwitchCount; ++i)

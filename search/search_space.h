@@ -9,7 +9,8 @@
 //   micro_batch the powers of two up to global_batch / dp
 //   global_batch the scenario's; with --vary-batch (SpaceShape::vary_batch) each power of two up
 //               to it, and it
-//   offload     none | optimizer
+//   offload     none | optimizer | params (with each offload_fraction of kOffloadFractions) | auto
+//               (gpu_margin_mem_ratio left at its default 0, Colossal-AI's)
 //   software    grad_reduce_overlap, overlap_param_gather, tp_comm_overlap (on / off)
 // A key the user fixes with --set is not searched (for strategy.dp/tp/pp/sp: only layouts with
 // that value are). The space is a definition, not a filter: every point of it is checked by the
@@ -36,15 +37,25 @@ struct TableRow {
   bool tp_depth = false;
   // tp_mode: a grid over tp GPUs, so not searched at tp = 1 (a grid of one GPU is 1d's point).
   bool needs_tp = false;
+  // offload: the mode reads strategy.offload_fraction (each value of kOffloadFractions).
+  bool fractions = false;
 };
-// 3d joins when shared/step_generator.cc generates it.
-inline constexpr TableRow kTpModes[] = {{"1d"}, {"2d", false, false, true}, {"2.5d", false, true, true}};
-// ring (Colossal-AI's ring self-attention, {"ring", true}) joins when it is generated.
-inline constexpr TableRow kSpModes[] = {{"none"}, {"megatron"}, {"ulysses", true}, {"ring_attention", true}};
+// 3d: tp a cube q^3 (the loader refuses the other tp, and micro-batches not a multiple of q^2).
+inline constexpr TableRow kTpModes[] = {
+    {"1d"}, {"2d", false, false, true}, {"2.5d", false, true, true}, {"3d", false, false, true}};
+// ring: Colossal-AI's ring self-attention, a sequence axis of its own as ulysses and ring_attention.
+inline constexpr TableRow kSpModes[] = {
+    {"none"}, {"megatron"}, {"ulysses", true}, {"ring_attention", true}, {"ring", true}};
 inline constexpr TableRow kPipelineSchedules[] = {{"1f1b"}, {"gpipe"}, {"interleaved"}};
 inline constexpr TableRow kRecomputes[] = {{"none"}, {"selective"}, {"full"}};
-// params and auto join when shared/step_generator.cc generates them.
-inline constexpr TableRow kOffloads[] = {{"none"}, {"optimizer"}};
+inline constexpr TableRow kOffloads[] = {
+    {"none"}, {"optimizer"}, {"params", false, false, false, true}, {"auto"}};
+// offload params' host share of the parameter chunks. Its iteration time grows linearly with the
+// fraction (docs/offload.md, OPT-13B: 4.163 / 4.531 / 5.004 s at 0.1 / 0.5 / 1.0), so among
+// fractions only memory decides: 1.0 is the one that fits wherever any does, 0.5 the seed
+// scenarios' (scenarios/offload/opt-13b-params.textproto) and the half that static placement
+// usually needs (docs/offload.md "Why auto is slower than params 0.5").
+inline constexpr double kOffloadFractions[] = {0.5, 1.0};
 inline constexpr int kZeroStages = 4;
 inline constexpr int kMaxVirtualStages = 8;
 // The software preset's overlap options, searched on and off.
@@ -60,6 +71,10 @@ struct Candidate {
   int tp_depth = 0;      // 0: fixed by the user, not set
   int global_batch = 0;  // 0: the scenario's, not set (set with --vary-batch)
   int8_t tp_mode = -1, sp_mode = -1, schedule = -1, zero = -1, recompute = -1, offload = -1;
+  // strategy.offload_fraction: a value of kOffloadFractions for params, 0 for the other modes
+  // (set by every point when params is searched and the user did not fix the fraction, so that a
+  // point never inherits the one before's); < 0: not set.
+  double offload_fraction = -1;
   int8_t switches[kSwitchCount] = {-1, -1, -1};  // 0 off, 1 on, -1 fixed
 };
 
@@ -70,7 +85,7 @@ struct SpaceShape {
   // Keys the user fixed with --set ("strategy.zero_stage"), and for the layout keys their values.
   std::set<std::string> fixed;
   int fixed_dp = 0, fixed_tp = 0, fixed_pp = 0, fixed_sp = 0;  // 0: searched
-  std::string fixed_tp_mode, fixed_sp_mode;                      // "": searched
+  std::string fixed_tp_mode, fixed_sp_mode, fixed_offload;       // "": searched
   bool vary_batch = false;  // search global_batch too (not with strategy.global_batch fixed)
 };
 

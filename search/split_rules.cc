@@ -70,7 +70,14 @@ bool refused_by_split(const Candidate& c, const proto::Scenario& base) {
   if (sp_axis && sp < 2) return true;
   if (seq % sp != 0) return true;
   if (sp_mode == SpMode::kUlysses && heads % (tp * sp) != 0) return true;
-  if (sp_mode == SpMode::kRing) return false;  // Colossal-AI's ring self-attention: not mirrored
+  // Colossal-AI's ring self-attention with tp_mode 1d (shared/sequence_rules.cc,
+  // check_ring_self_rules, in its order): tp > 1, then grouped-query heads, then dropout; its later
+  // rules (flash attention, a resolved field, and selective recompute, not in the split) go to the
+  // loader. With a grid, the grids' rules below speak.
+  if (sp_mode == SpMode::kRing && sp >= 2 && tp_mode == TpMode::k1d) {
+    if (tp > 1 || kv != heads || m.dropout() > 0) return true;
+    return false;
+  }
   if (sp >= 2 && (sp_mode == SpMode::kUlysses || sp_mode == SpMode::kRingAttention)) {
     if (tp_mode != TpMode::k1d) return true;
     if (sp_mode == SpMode::kUlysses && kv % (tp * sp) != 0) return true;
@@ -81,9 +88,24 @@ bool refused_by_split(const Candidate& c, const proto::Scenario& base) {
   if (tp_mode == TpMode::k2p5d && side < 2) return true;
   if ((tp_mode == TpMode::k2d || tp_mode == TpMode::k2p5d) && side > 1) {
     const int64_t rows = tp_mode == TpMode::k2p5d ? side * depth : side;
-    if (mb % rows != 0 || norm != Norm::kLayerNorm || sp_mode == SpMode::kUlysses) return true;
+    if (mb % rows != 0 || norm != Norm::kLayerNorm || sp_mode == SpMode::kUlysses || sp_mode == SpMode::kRing)
+      return true;
   }
   return false;
+}
+
+bool refused_by_gemini(const Candidate& c, const proto::Scenario& base, GeminiKey* key) {
+  if (!eligible(c, base)) return false;
+  const proto::Strategy& st = base.strategy();
+  Offload offload;
+  if (!spelled(c.offload >= 0 ? kOffloads[c.offload].value : st.offload(), kOffloadSpellings, &offload)) return false;
+  if (offload != Offload::kParams && offload != Offload::kAuto) return false;
+  const int64_t zero = c.zero >= 0 ? c.zero : st.zero_stage();
+  if (c.dp < 1 || c.pp < 1 || c.sp < 1 || zero < 0 || zero > 3) return false;
+  const bool pipeline = c.pp != 1;
+  if (!pipeline && !(int64_t{c.dp} * c.sp > 1 && zero != 3)) return false;
+  *key = {split_of(c), c.offload, c.recompute, pipeline ? -2 : c.zero};
+  return true;
 }
 
 }  // namespace tandem::search

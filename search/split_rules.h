@@ -24,7 +24,8 @@
 // `refused_by_split` holds, some rule before the offload rules refuses the point, and every eligible
 // point of the same split is refused at the same rule with the same message: the loader's message
 // for one point of it is every one's. Like the layout's, the predicate is sound, not complete (it
-// mirrors the rules above but 3d's and Colossal-AI's ring, which the space does not enumerate); a
+// mirrors the rules above but 3d's and the last two of Colossal-AI's ring: flash attention and
+// selective recompute); a
 // split it lets through is checked point by point by the loader as before.
 #pragma once
 
@@ -45,5 +46,18 @@ SplitKey split_of(const Candidate& c);
 // True when a rule of the list above refuses the point's split on `base`'s model and cluster
 // (`base`: the scenario with the user's --set list applied and the presets merged).
 bool refused_by_split(const Candidate& c, const proto::Scenario& base);
+
+// Gemini's two rules (shared/offload_rules.cc, the last strategy rules before the software part):
+// offload params or auto with pp != 1, or with dp*sp > 1 and zero_stage != 3. Every rule the
+// resolver runs before them reads only the point's split, its recompute (sp_mode ring refuses
+// selective, shared/sequence_rules.cc) and the scenario's own fields, and the offload rules before
+// these two pass for every point of the space (offload_fraction as the space sets it, the margin
+// ratio and chunk sizes the scenario's). So all points with the same GeminiKey where
+// `refused_by_gemini` holds are refused at the same rule with the same message: the pipeline rule's
+// names the mode and pp, the ZeRO rule's the mode and zero_stage, and both the origins of the point's
+// own keys. The key leaves zero_stage out where the pipeline rule applies (it comes first and does
+// not read it). Sound, not complete: false where a value is not one the space spells.
+using GeminiKey = std::tuple<SplitKey, int, int, int>;  // (split, offload, recompute, zero_stage or -2)
+bool refused_by_gemini(const Candidate& c, const proto::Scenario& base, GeminiKey* key);
 
 }  // namespace tandem::search

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <limits>
 #include <thread>
 
 #include "search_ranks.pb.h"
@@ -16,8 +17,16 @@ PlanVerdict plan_point(PointChecker& checker, const Candidate& c) {
   std::string message;
   if (!checker.check(candidate_sets(c), &point, &message))
     throw Error("search: internal: a valid point no longer loads: " + message, ErrorKind::kInternal);
-  const PlanSummary plan = summarize(Schedule(std::move(point)));
-  return {plan.peak_memory_bytes, plan.fits};
+  try {
+    const PlanSummary plan = summarize(Schedule(std::move(point)));
+    return {plan.peak_memory_bytes, plan.fits};
+  } catch (const Error& e) {
+    // offload auto's planner refuses a point where no placement fits one operator
+    // (shared/auto_placement.cc, tandem sim's exit 3): out of memory, with no peak planned (the
+    // largest, so that no "smallest planned peak" is this point's).
+    if (e.kind() != ErrorKind::kOutOfMemory) throw;
+    return {std::numeric_limits<int64_t>::max(), false};
+  }
 }
 
 namespace {

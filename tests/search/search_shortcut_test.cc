@@ -43,6 +43,7 @@ struct BoundCheck {
   uint64_t valid = 0, compared_with_model_states = 0, over_hbm = 0;
   uint64_t with_activations = 0;  // points where the activations raised the bound
   uint64_t over_hbm_by_activations = 0;  // over HBM with the activations, not without
+  uint64_t no_placement = 0;  // offload auto points whose plan has no placement (out of memory, no peak)
 };
 
 // Every valid point of the space: bound <= the planner's peak; pp = 1: bound = rank 0's model states.
@@ -62,11 +63,24 @@ BoundCheck check_bound(const std::string& scenario, const std::vector<std::strin
     const int64_t bound = peak_memory_lower_bound(point);
     const int64_t with_activations = peak_memory_lower_bound(point, probes->costs(point).layer_stored_bytes);
     const int64_t hbm = point.cluster.hbm_bytes();
-    const Schedule schedule(point);
-    const PlanSummary plan = summarize(schedule);
     ASSERT_GT(bound, 0);
-    ASSERT_LE(bound, plan.peak_memory_bytes) << "over the planner's peak at " << ::testing::PrintToString(candidate_sets(c));
     ASSERT_GE(with_activations, bound);
+    // offload auto's planner refuses a point where no placement fits one operator (out of memory,
+    // exit 3, shared/auto_placement.cc): there is no peak to compare with, and nothing the bound
+    // could get wrong (it only takes out points that do not fit). The layer probe plans auto on a
+    // device it fits (search/layer_probe.cc), so the probe above does not throw.
+    std::optional<Schedule> built;
+    try {
+      built.emplace(point);
+    } catch (const Error& e) {
+      ASSERT_EQ(e.kind(), ErrorKind::kOutOfMemory) << e.what();
+      ASSERT_EQ(point.strategy.offload, Offload::kAuto) << e.what();
+      ++out.no_placement;
+      return;
+    }
+    const Schedule& schedule = *built;
+    const PlanSummary plan = summarize(schedule);
+    ASSERT_LE(bound, plan.peak_memory_bytes) << "over the planner's peak at " << ::testing::PrintToString(candidate_sets(c));
     ASSERT_LE(with_activations, plan.peak_memory_bytes)
         << "with activations over the planner's peak at " << ::testing::PrintToString(candidate_sets(c));
     if (with_activations > bound) ++out.with_activations;
@@ -188,6 +202,68 @@ TEST(SplitRules, OneLoaderMessagePerRefusedSplit) {
   EXPECT_GT(check_split_rules(kTiny, {"strategy.tp_mode=2d", "strategy.pp_schedule=interleaved",
                                       "strategy.virtual_stages=2", "strategy.micro_batch=1"}, 8, false),
             100u);
+}
+
+// Every point of the space: where refused_by_gemini holds, the loader refuses the point, and with the
+// message of every other point of its key. Returns how many points the predicate refused.
+uint64_t check_gemini_rules(const std::string& scenario, const std::vector<std::string>& sets, int gpus) {
+  PointChecker checker(scenario, sets, gpus);
+  SpaceShape shape;
+  fix_keys(shape, sets);
+  shape.gpus = checker.gpus(), shape.layers = checker.layers(), shape.global_batch = checker.global_batch();
+  std::map<GeminiKey, std::string> first;
+  uint64_t refused = 0, points = 0;
+  Scenario point;
+  std::string message;
+  for_each_candidate(shape, [&](const Candidate& c) {
+    ++points;
+    GeminiKey key;
+    if (!refused_by_gemini(c, checker.base(), &key)) return;
+    ++refused;
+    const std::vector<std::string> sets_of_c = candidate_sets(c);
+    ASSERT_FALSE(checker.check(sets_of_c, &point, &message)) << ::testing::PrintToString(sets_of_c);
+    auto [at, fresh] = first.emplace(key, message);
+    if (!fresh) {
+      ASSERT_EQ(at->second, message) << ::testing::PrintToString(sets_of_c);
+    }
+  });
+  EXPECT_LT(refused, points);
+  return refused;
+}
+
+// The predicate by hand (shared/offload_rules.cc): params or auto with pp 2 (the key without ZeRO),
+// with dp 2 and ZeRO 1 (the key with it); not with ZeRO 3, one GPU, or the other offload modes.
+TEST(GeminiRules, ThePredicateByHand) {
+  PointChecker checker(kTiny, {}, 8);
+  auto at = [](const char* mode) {
+    for (int i = 0; i < int(std::size(kOffloads)); ++i)
+      if (std::string(kOffloads[i].value) == mode) return int8_t(i);
+    return int8_t(-1);
+  };
+  Candidate c;
+  c.dp = 1, c.tp = 1, c.pp = 2, c.sp = 1, c.zero = 1, c.recompute = 0, c.offload = at("params");
+  GeminiKey key;
+  ASSERT_TRUE(refused_by_gemini(c, checker.base(), &key));
+  EXPECT_EQ(std::get<3>(key), -2);  // the pipeline rule comes first and does not read zero_stage
+  c.offload = at("auto");
+  EXPECT_TRUE(refused_by_gemini(c, checker.base(), &key));
+  c.offload = at("optimizer");
+  EXPECT_FALSE(refused_by_gemini(c, checker.base(), &key));
+  c.offload = at("params"), c.pp = 1, c.dp = 2;
+  ASSERT_TRUE(refused_by_gemini(c, checker.base(), &key));
+  EXPECT_EQ(std::get<3>(key), 1);
+  c.zero = 3;
+  EXPECT_FALSE(refused_by_gemini(c, checker.base(), &key));
+  c.zero = 0, c.dp = 1;
+  EXPECT_FALSE(refused_by_gemini(c, checker.base(), &key));
+}
+
+TEST(GeminiRules, OneLoaderMessagePerKey) {
+  // The tiny GPT on 8 GPUs: params (two fractions) and auto with pp 2, 4 or 8, or with dp*sp > 1
+  // below ZeRO-3, over every other axis.
+  EXPECT_GT(check_gemini_rules(kTiny, {}, 8), 10000u);
+  // ZeRO fixed at 1: every layout with dp*sp > 1 refused by the ZeRO rule, whose message names it.
+  EXPECT_GT(check_gemini_rules(kTiny, {"strategy.zero_stage=1"}, 8), 1000u);
 }
 
 TEST(SearchShortcuts, SplitRulesChangeNothingWithVaryBatch) {

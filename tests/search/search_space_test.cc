@@ -73,14 +73,15 @@ TEST(SearchSpace, FixedLayoutKeysRestrictTheLayouts) {
 }
 
 TEST(SearchSpace, TensorModesDepthsAndOffload) {
-  // (tp, pp) with tp*pp | 8: 10 layouts (above). tp_mode 1d at every tp; 2d and 2.5d at tp > 1
-  // only, 2.5d with each depth d >= 2 dividing tp: tp 1: 1 grid; tp 2: 1d, 2d, 2.5d/2 = 3;
-  // tp 4: 1d, 2d, 2.5d/2, 2.5d/4 = 4; tp 8: 1d, 2d, 2.5d/2, /4, /8 = 5. Offload none and
-  // optimizer: (4 x 1 + 3 x 3 + 2 x 4 + 1 x 5) x 2 = 52 points.
+  // (tp, pp) with tp*pp | 8: 10 layouts (above). tp_mode 1d at every tp; 2d, 2.5d and 3d at
+  // tp > 1 only, 2.5d with each depth d >= 2 dividing tp: tp 1: 1 grid; tp 2: 1d, 2d, 2.5d/2, 3d
+  // = 4; tp 4: 1d, 2d, 2.5d/2, 2.5d/4, 3d = 5; tp 8: 1d, 2d, 2.5d/2, /4, /8, 3d = 6. Offload
+  // none, optimizer, params at each of the 2 fractions, auto (5): (4 x 1 + 3 x 4 + 2 x 5 + 1 x 6)
+  // x 5 = 160 points.
   SpaceShape shape;
   shape.gpus = 8, shape.layers = 4, shape.global_batch = 8;
   fix_keys(shape, kTensorModes);
-  int points = 0, depth_above_one = 0;
+  int points = 0, depth_above_one = 0, params = 0;
   for_each_candidate(shape, [&](const Candidate& c) {
     ++points;
     EXPECT_EQ(c.dp * c.tp * c.pp * c.sp, 8);
@@ -90,16 +91,21 @@ TEST(SearchSpace, TensorModesDepthsAndOffload) {
     else EXPECT_EQ(c.tp % c.tp_depth, 0);
     if (c.tp_depth > 1) ++depth_above_one;
     EXPECT_GE(c.offload, 0);
+    // Every point sets the fraction: params each of kOffloadFractions, the others 0.
+    EXPECT_EQ(c.offload_fraction > 0, std::string(kOffloads[c.offload].value) == "params");
+    EXPECT_GE(c.offload_fraction, 0);
+    if (std::string(kOffloads[c.offload].value) == "params") ++params;
   });
-  EXPECT_EQ(points, 52);
+  EXPECT_EQ(points, 160);
   // 2.5d points: tp 2 x pp {1,2,4} (depth 2), tp 4 x pp {1,2} (2, 4), tp 8 (2, 4, 8): 3 + 4 + 3 = 10
-  // layouts and depths, x 2 offloads.
-  EXPECT_EQ(depth_above_one, 20);
+  // layouts and depths, x 5 offloads.
+  EXPECT_EQ(depth_above_one, 50);
+  EXPECT_EQ(params, 32 * 2);  // the 32 grids above, each with the 2 fractions
 }
 
 TEST(SearchSpace, SequenceModesHaveTheirOwnAxis) {
-  // 4 GPUs, tp 1 and pp 1 fixed: sp_mode none and megatron at sp 1; ulysses and ring_attention at
-  // each sp >= 2 dividing 4 (2, 4): 2 + 2 x 2 = 6 points.
+  // 4 GPUs, tp 1 and pp 1 fixed: sp_mode none and megatron at sp 1; ulysses, ring_attention and
+  // ring at each sp >= 2 dividing 4 (2, 4): 2 + 3 x 2 = 8 points.
   SpaceShape shape;
   shape.gpus = 4, shape.layers = 4, shape.global_batch = 8;
   std::vector<std::string> sets = kLayoutOnly;
@@ -118,9 +124,9 @@ TEST(SearchSpace, SequenceModesHaveTheirOwnAxis) {
       EXPECT_EQ(c.sp, 1);
     }
   });
-  EXPECT_EQ(points, 6);
-  EXPECT_EQ(with_axis, 4);
-  // sp fixed at 2: only the modes with an axis remain (2 points).
+  EXPECT_EQ(points, 8);
+  EXPECT_EQ(with_axis, 6);
+  // sp fixed at 2: only the modes with an axis remain (3 points).
   sets.push_back("strategy.sp=2");
   SpaceShape fixed_sp;
   fixed_sp.gpus = 4, fixed_sp.layers = 4, fixed_sp.global_batch = 8;
@@ -130,7 +136,7 @@ TEST(SearchSpace, SequenceModesHaveTheirOwnAxis) {
     ++points;
     EXPECT_EQ(c.sp, 2);
   });
-  EXPECT_EQ(points, 2);
+  EXPECT_EQ(points, 3);
 }
 
 TEST(SearchSpace, CandidateSetsAreSetAssignments) {
@@ -145,6 +151,11 @@ TEST(SearchSpace, CandidateSetsAreSetAssignments) {
       "strategy.recompute=full", "strategy.micro_batch=4", "software.grad_reduce_overlap=true",
       "software.overlap_param_gather=false"};
   EXPECT_EQ(candidate_sets(c), expected);
+  // offload params with its fraction, after the offload (kOffloads[2] is params).
+  c.offload = 2, c.offload_fraction = 0.5;
+  std::vector<std::string> with_params = expected;
+  with_params.insert(with_params.begin() + 10, {"strategy.offload=params", "strategy.offload_fraction=0.5"});
+  EXPECT_EQ(candidate_sets(c), with_params);
 }
 
 TEST(RuleOf, DropsOriginsAndValues) {
@@ -182,41 +193,60 @@ TEST(Search, InvalidPointsByRule) {
 }
 
 TEST(Search, TensorModesByRule) {
-  // The 52 points of TensorModesDepthsAndOffload (micro_batch 4, 1f1b) through the loader, whose
-  // rules run in this order (shared/strategy_rules.cc), each pair of points (offload none and
-  // optimizer) refused alike:
-  //   2d needs a square tp: tp 2 (pp 1, 2, 4) and tp 8: 4 layouts = 8 points.
-  //   2.5d needs tp = d q^2: tp 4 with d 2 (pp 1, 2) and tp 8 with d 4: 3 = 6 points.
-  //   1d tp 8 does not divide 4 heads: 2 points.  pp 8 does not divide 4 layers: 2 points.
+  // The 160 points of TensorModesDepthsAndOffload (micro_batch 4, 1f1b, ZeRO 0) through the
+  // loader, whose rules run in this order (shared/strategy_rules.cc, then shared/offload_rules.cc
+  // last), the layout and grid rules refusing all 5 offloads of a (layout, grid) alike:
+  //   2d needs a square tp: tp 2 (pp 1, 2, 4) and tp 8: 4 grids = 20 points.
+  //   2.5d needs tp = d q^2: tp 4 with d 2 (pp 1, 2) and tp 8 with d 4: 3 = 15 points.
+  //   3d needs a cube tp: tp 2 (pp 1, 2, 4) and tp 4 (pp 1, 2): 5 = 25 points.
+  //   1d tp 8 does not divide 4 heads: 5 points.  pp 8 does not divide 4 layers: 5 points.
   //   global_batch 8 a multiple of dp x 4 needs dp <= 2: of what passed so far, tp 1 x pp 1
-  //   (1d), tp 1 x pp 2 (1d), tp 2 x pp 1 (1d, 2.5d/2): 4 = 8 points.
-  //   2.5d needs q >= 2: tp 2 d 2 (pp 2, 4), tp 4 d 4 (pp 1, 2), tp 8 d 8: 5 = 10 points.
-  //   The rest (micro_batch 4 a multiple of the grid rows: 2d tp 4 has 2, 2.5d tp 8 d 2 has 4;
-  //   layernorm) passes: 52 - 36 = 16 valid.
+  //   (1d), tp 1 x pp 2 (1d), tp 2 x pp 1 (1d, 2.5d/2): 4 = 20 points.
+  //   2.5d needs q >= 2: tp 2 d 2 (pp 2, 4), tp 4 d 4 (pp 1, 2), tp 8 d 8: 5 = 25 points.
+  //   The 9 grids left (micro_batch 4 a multiple of the grid rows: 2d tp 4 has 2, 2.5d tp 8 d 2
+  //   has 4; 3d tp 8 splits it into q*q = 4 blocks, and hidden 64, ffn 256, vocab 256 and
+  //   kv_heads*head_dim 64 into 4; layernorm): tp 1 x pp 4 (1d), tp 2 x pp 2 (1d), tp 2 x pp 4
+  //   (1d), tp 4 x pp 1 (1d, 2d), tp 4 x pp 2 (1d, 2d), tp 8 x pp 1 (2.5d/2, 3d) pass with
+  //   offload none and optimizer (18 valid). Params (2 fractions) and auto, 3 points a grid:
+  //   Gemini has no pipeline: the 5 grids at pp > 1 = 15 points; then ZeRO-3 with dp > 1: tp 4 x
+  //   pp 1 (dp 2; 1d, 2d) = 6 points; tp 8 x pp 1 (dp 1) passes: 6 valid.
+  //   160 - 136 = 24 valid.
   SearchOptions o;
   o.gpus = 8;
   o.top = 4;
   o.simulate = false;
   const SearchResult r = run_search(kTiny, kTensorModes, o);
-  EXPECT_EQ(r.points, 52u);
-  ASSERT_EQ(r.invalid.size(), 6u);
+  EXPECT_EQ(r.points, 160u);
+  // The seven rules above, and Gemini's two for each of params and auto.
+  ASSERT_EQ(r.invalid.size(), 11u);
   EXPECT_EQ(r.invalid.at("strategy.tp: tp_mode 2d needs a q*q grid: tp = N is not a perfect square (try 1, 4, 9, 16, 64)")
                 .count,
-            8u);
+            20u);
   EXPECT_EQ(r.invalid.at("strategy.tp: tp_mode 2.5d needs tp = tp_depth*q*q: tp = N with tp_depth = N is not d times a "
                          "perfect square")
                 .count,
-            6u);
-  EXPECT_EQ(r.invalid.at(kHeadsRule).count, 2u);
-  EXPECT_EQ(r.invalid.at(kLayersRule).count, 2u);
+            15u);
+  EXPECT_EQ(r.invalid.at("strategy.tp: tp_mode 3d needs a q*q*q grid: tp = N is not a perfect cube (try 1, 8, 27, 64)")
+                .count,
+            25u);
+  EXPECT_EQ(r.invalid.at(kHeadsRule).count, 5u);
+  EXPECT_EQ(r.invalid.at(kLayersRule).count, 5u);
   EXPECT_EQ(r.invalid.at("strategy.global_batch: global_batch = N must be a multiple of dp*micro_batch = N*N = N (dp = N)")
                 .count,
-            8u);
+            20u);
   EXPECT_EQ(r.invalid.at("strategy.tp: tp_mode 2.5d needs a grid side q >= 2 (tp = tp_depth*q*q = N): with q = N the "
                          "depth layers only split the batch (use dp)")
                 .count,
-            10u);
-  EXPECT_EQ(r.valid, 16u);
+            25u);
+  uint64_t pipeline = 0, zero3 = 0;
+  for (const auto& [rule, n] : r.invalid) {
+    if (rule.rfind("strategy.offload: offload ", 0) != 0) continue;
+    if (rule.find("set strategy.pp=1") != std::string::npos) pipeline += n.count;
+    if (rule.find("set strategy.zero_stage=3") != std::string::npos) zero3 += n.count;
+  }
+  EXPECT_EQ(pipeline, 15u);  // under two rules: "offload params ..." and "offload auto ..."
+  EXPECT_EQ(zero3, 6u);
+  EXPECT_EQ(r.valid, 24u);
 }
 
 TEST(Search, VaryBatchByRule) {
