@@ -15,15 +15,22 @@
 //               + 2 (pp-1) p2p: the activation's and its gradient's trip between neighbouring
 //                      stages in the fill and the drain (bytes mb*seq*hidden / (tp with megatron
 //                      sp), priced between rank 0 and rank tp*sp, the next stage's)
-//   data par.   grads of the largest stage in buckets of bucket_mb, all-reduced (ZeRO 0) or
-//               reduce-scattered (1-3) over dp (dp x sp with ulysses or ring_attention: the
-//               data-and-sequence group): t_dp. Exposed: t_dp after the backward without
-//               grad_reduce_overlap, else max(one bucket, t_dp - the stage's backward of the last
-//               micro-batch, which is when Megatron reduces).
-//               ZeRO 1-2: parameter all-gather after the step, exposed unless overlap_param_gather
-//               (then max(one bucket, t_ag - the stage's first forward)); ZeRO 3: the stage's
+//   data par.   the generator's gradient buckets of the first and the last stage (bucket_mb of
+//               training-dtype elements, whole layers: search/grad_buckets.h), each all-reduced
+//               (ZeRO 0) or reduce-scattered (1-3) over dp (dp x sp with ulysses, ring_attention
+//               or ring: the data-and-sequence group) at its own size. ZeRO 0-1: the last
+//               micro-batch's reductions one after the other, each from when the backward has
+//               written its bucket, as the simulator runs them with grad_reduce_overlap on or off
+//               (the same buffer dependencies): exposed, the stream's end past the backward's (the
+//               last stage's backward ends (pp-1) stage backwards earlier). ZeRO 2-3: every
+//               micro-batch's, all exposed (the shard's accumulate on the compute stream waits).
+//               ZeRO 1-2: parameter all-gather after the step, the last bucket's exposed and the
+//               others under the later buckets' Adam, or with overlap_param_gather
+//               max(the last bucket's, t_ag - the stage's first forward); ZeRO 3: the stage's
 //               parameters gathered for every forward and backward: max(0, t_ag - that pass)
-//               each, per micro-batch.
+//               each, per micro-batch. Gemini's chunks (offload params, auto): bucket_mb bytes of
+//               gradients a bucket, t_dp after the backward without grad_reduce_overlap, else
+//               max(one bucket, t_dp - the stage's backward) (not yet the generator's chunks).
 //   optimizer   the probe's optimizer kernels per parameter element x the elements this rank
 //               updates (the stage's parameters / the gradients' group under ZeRO), plus its
 //               fixed collectives; with offload optimizer the kernels are the host's Adam and the

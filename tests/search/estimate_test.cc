@@ -93,10 +93,16 @@ TEST(Estimate, ZeroTwoReduceScattersEveryMicroBatchExposed) {
 
 TEST(Estimate, GatherAfterTheStepHidesUnderTheOtherBucketsAdam) {
   // ZeRO 1 without overlap_param_gather: each bucket's all-gather follows its Adam, so all but
-  // the last hide under the later buckets' Adam. bucket_mb = 0.004 MiB = 4194.304 bytes: the
-  // 18,400 bytes of fp32 parameters are ceil(4.387) = 5 buckets of 3680 bytes. Adam: 2300
-  // elements at 10 us each = 23 ms, of which 4/5 (18.4 ms) run after the first bucket's: the
-  // gathers (5 x ag, microseconds) hide but the one bucket: exposed ag.
+  // the last hide under the later buckets' Adam. bucket_mb = 0.004 MiB = 4194 bytes of fp32: a
+  // bucket closes at 1048 elements, whole units taken in backward order (the generator's layout,
+  // shared/param_layout.cc, search/grad_buckets.h): the head's 100 (it shares the embedding) and
+  // layer 3's 1000 = 1100; layers 2 and 1: 2000; layer 0 and the embedding's 500: 1500 (all even:
+  // no padding for dp 2). Adam: 2300 elements at 10 us each = 23 ms, of which 2/3 (15.3 ms) run
+  // after the first bucket's: the gathers (microseconds) hide but the last bucket's: ag(1500 x 4).
+  // The reduce-scatters run as the simulator runs them whether or not grad_reduce_overlap issues
+  // them during the backward (the same buffer dependencies): the first bucket's from 3 layers'
+  // backward (6 ms) before the end, the second's from 2 ms before, the last's at the end; the
+  // chain of microsecond reduce-scatters ends rs(1500 x 4) after the backward.
   const Scenario sc =
       load_scenario(kTiny, {"cluster.gpus=2", "strategy.dp=2", "strategy.micro_batch=1", "strategy.zero_stage=1",
                             "strategy.bucket_mb=0.004", "software.grad_reduce_overlap=false",
@@ -104,11 +110,15 @@ TEST(Estimate, GatherAfterTheStepHidesUnderTheOtherBucketsAdam) {
   CommCost comm(sc.cluster);
   LayerCosts c = hand_costs();
   c.optimizer_s_per_element = 1e-5;
-  const double rs = comm.collective_s(CollectiveOp::kReduceScatter, {0, 1}, 3680);
-  const double ag = comm.collective_s(CollectiveOp::kAllGather, {0, 1}, 3680);
-  ASSERT_LT(5 * ag, 18.4e-3);
-  // Without grad_reduce_overlap the 5 reduce-scatters are all exposed.
-  EXPECT_NEAR(estimate(sc, c, comm).iteration_s, 4 * 12.75e-3 + 5 * rs + ag + 23e-3, 1e-9);
+  const double rs = comm.collective_s(CollectiveOp::kReduceScatter, {0, 1}, 6000);
+  const double ag = comm.collective_s(CollectiveOp::kAllGather, {0, 1}, 6000);
+  const double gathers = ag + comm.collective_s(CollectiveOp::kAllGather, {0, 1}, 4400) +
+                         comm.collective_s(CollectiveOp::kAllGather, {0, 1}, 8000);
+  const double reduces = rs + comm.collective_s(CollectiveOp::kReduceScatter, {0, 1}, 4400) +
+                         comm.collective_s(CollectiveOp::kReduceScatter, {0, 1}, 8000);
+  ASSERT_LT(gathers, 15.3e-3);
+  ASSERT_LT(reduces, 2e-3);
+  EXPECT_NEAR(estimate(sc, c, comm).iteration_s, 4 * 12.75e-3 + rs + ag + 23e-3, 1e-9);
 }
 
 TEST(Estimate, OffloadCopiesAtThePcieLink) {
