@@ -20,6 +20,13 @@
 // follow it in the backward; the embedding's and head's few kernels taken as none) and reduced in
 // c_k, the stream ends at f = max_k (-r_k + sum_{j >= k} c_j) (k in the stream's order) and the
 // time exposed after the backward is max(0, f).
+// Except where a bucket's reduction first reduces over the tensor group (Megatron-SP's replicated
+// norms, 2D / 2.5D / 3D's replicated gradients: shared/grad_sync.cc sync_bucket): those tensor-
+// parallel all-reduces are on the tensor-parallel stream, in program order, so without
+// grad_reduce_overlap (issued after the backward) they, and the reduction after each, wait for
+// every tensor-parallel collective of the backward: every bucket is ready at the backward's end
+// (GPT 1.3B, 8 H200s, dp 4 x tp 2, Megatron SP, ZeRO 1, one micro-batch: the first reduce-scatter
+// starts 0.02 ms after the embedding's backward; 0.028154 s off, 0.022914 s on).
 #pragma once
 
 #include <functional>
@@ -39,6 +46,9 @@ struct StageBucket {
 // Stage `stage`'s buckets in backward order; layer_backward_s: one layer's backward of one
 // micro-batch (recompute included).
 std::vector<StageBucket> stage_buckets(const Scenario& point, const LayerCosts& layer, int stage, double layer_backward_s);
+
+// Whether every bucket's reduction waits for the backward's end, as above.
+bool reductions_wait_for_the_backward(const Scenario& point);
 
 // The reductions' end after the backward's, as above, in the order the generator issues them on
 // the stream (overlap on: the deferred ones last; off: bucket order). reduce_s(bucket): c_k.

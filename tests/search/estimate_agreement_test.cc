@@ -62,5 +62,30 @@ TEST(EstimateAgreement, GradientReductionAtSpEightWithinTheReadyTimesBound) {
   }
 }
 
+TEST(EstimateAgreement, MegatronSpReductionsWaitForTheBackwardWithoutOverlap) {
+  // dp 4 x tp 2 with Megatron SP, ZeRO 1, one micro-batch: each bucket's reduce-scatter follows
+  // the tensor group's all-reduce of its replicated norms' gradients on the tensor-parallel stream
+  // (shared/grad_sync.cc sync_bucket), so issued after the backward (grad_reduce_overlap off) the
+  // reductions wait for the backward's last tensor-parallel collective and none of them overlaps
+  // it; issued during it (on) they overlap it as at ZeRO 0 (search/grad_buckets.h). The estimate
+  // must order the two as the simulator does, strictly (an estimate that ignored the flag would
+  // tie them).
+  std::vector<double> e, t;
+  for (const char* overlap : {"true", "false"}) {
+    const Scenario sc = load_scenario(
+        kGpt13, {"cluster.gpus=8", "strategy.tp=2", "strategy.sp_mode=megatron", "strategy.zero_stage=1",
+                 "strategy.micro_batch=1", "strategy.global_batch=4", std::string("software.grad_reduce_overlap=") + overlap});
+    LayerProbes probes(sc.cluster);
+    e.push_back(estimate(sc, probes.costs(sc), probes.comm()).iteration_s);
+    const sim::SimResult r = sim::simulate(Schedule(sc));
+    ASSERT_FALSE(r.oom);
+    t.push_back(r.iteration_time_s);
+    std::printf("grad_reduce_overlap %-5s estimate %.4f s, simulator %.4f s (%+.1f %%)\n", overlap, e.back(), t.back(),
+                100 * (e.back() / t.back() - 1));
+  }
+  ASSERT_LT(t[0], t[1]);
+  EXPECT_LT(e[0], e[1]);
+}
+
 }  // namespace
 }  // namespace tandem::search

@@ -48,6 +48,12 @@ std::vector<std::vector<std::string>> grid() {
   add({"strategy.tp=8", "strategy.tp_mode=2.5d", "strategy.tp_depth=2", "strategy.micro_batch=4", "strategy.global_batch=4"});
   add({"strategy.tp=8", "strategy.tp_mode=3d", "strategy.micro_batch=4", "strategy.global_batch=4"});
   add({"strategy.tp=2", "strategy.sp=4", "strategy.sp_mode=ulysses", "strategy.global_batch=4"});
+  // Session 10's optimistic points: dp 4 x tp 2, ZeRO 1, overlap_param_gather on, one and four
+  // micro-batches, tp_comm_overlap off and on (Megatron SP, which the userbuffers need).
+  for (int m : {1, 4})
+    for (const char* ub : {"false", "true"})
+      add({"strategy.tp=2", "strategy.zero_stage=1", "software.overlap_param_gather=true", "strategy.sp_mode=megatron",
+           std::string("software.tp_comm_overlap=") + ub, "strategy.global_batch=" + std::to_string(4 * m)});
   // ZeRO stages at dp 8, one and four micro-batches.
   for (int m : {1, 4})
     for (const char* z : {"0", "1", "2", "3"})
@@ -83,7 +89,10 @@ TEST(EstimateGrid, DISABLED_AgainstTheSimulator) {
     p.simulated.iteration_time_s = s.iteration_time_s;
     p.sets.assign(sets.begin() + 2, sets.end());
     std::string name;
-    for (const std::string& x : p.sets) name += (name.empty() ? "" : " ") + x.substr(x.find('.') + 1);
+    for (const std::string& x : p.sets) {
+      if (!name.empty()) name += ' ';
+      name.append(x, x.find('.') + 1, std::string::npos);
+    }
     std::printf("| %s | %.4f | %.4f | %+.1f %% | %.4f |\n", name.c_str(), p.estimate.iteration_s, s.iteration_time_s,
                 100 * (p.estimate.iteration_s / s.iteration_time_s - 1), p.estimate.comm_s);
     std::fflush(stdout);
