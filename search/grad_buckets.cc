@@ -63,15 +63,16 @@ std::vector<StageBucket> stage_buckets(const Scenario& sc, const LayerCosts& c, 
 
 bool reductions_wait_for_the_backward(const Scenario& sc) {
   const StrategySpec& s = sc.strategy;
-  return !sc.software.grad_reduce_overlap && s.zero_stage < 2 && s.tp > 1 &&
-         (s.sp_mode == SpMode::kMegatron || s.tp_mode != TpMode::k1d);
+  return !sc.software.grad_reduce_overlap && s.zero_stage < 2;
 }
 
 double exposed_after_backward(const Scenario& sc, const std::vector<StageBucket>& buckets,
                               const std::function<double(const StageBucket&)>& reduce_s) {
   double end = -std::numeric_limits<double>::infinity();  // the stream's, the backward's end at 0
   const bool after = reductions_wait_for_the_backward(sc);
-  auto run = [&](const StageBucket& b) { end = std::max(end, after ? 0.0 : -b.ready_before_end_s) + reduce_s(b); };
+  auto run = [&](const StageBucket& b) {
+    end = std::max(end, after || b.deferred ? 0.0 : -b.ready_before_end_s) + reduce_s(b);
+  };
   const bool deferred_last = sc.software.grad_reduce_overlap;
   for (const StageBucket& b : buckets)
     if (!(deferred_last && b.deferred)) run(b);

@@ -11,22 +11,17 @@
 // other stage and chunk is one bucket. Elements are padded to a multiple of dp x sp.
 //
 // Replay (sim/replay_engine.h: a task starts when the one before on its stream and every task it
-// depends on are done; shared/program_builder.h: the dependencies are the buffers' writers): the
-// reductions of ZeRO 0 and 1 run on the gradient-communication stream one after the other, each
-// from the moment the last micro-batch's backward has written its bucket's gradients, whether the
-// program issues them during the backward (software.grad_reduce_overlap) or after it: the same
-// dependencies, so the same times (checked: GPT 1.3B on 8 H200s, 0.046196 s both ways). So with
-// bucket k ready r_k seconds before the stage's backward ends (the backward of the layers that
-// follow it in the backward; the embedding's and head's few kernels taken as none) and reduced in
-// c_k, the stream ends at f = max_k (-r_k + sum_{j >= k} c_j) (k in the stream's order) and the
-// time exposed after the backward is max(0, f).
-// Except where a bucket's reduction first reduces over the tensor group (Megatron-SP's replicated
-// norms, 2D / 2.5D / 3D's replicated gradients: shared/grad_sync.cc sync_bucket): those tensor-
-// parallel all-reduces are on the tensor-parallel stream, in program order, so without
-// grad_reduce_overlap (issued after the backward) they, and the reduction after each, wait for
-// every tensor-parallel collective of the backward: every bucket is ready at the backward's end
-// (GPT 1.3B, 8 H200s, dp 4 x tp 2, Megatron SP, ZeRO 1, one micro-batch: the first reduce-scatter
-// starts 0.02 ms after the embedding's backward; 0.028154 s off, 0.022914 s on).
+// depends on are done): the reductions of ZeRO 0 and 1 run on the gradient-communication stream
+// one after the other. With software.grad_reduce_overlap each starts from the moment the last
+// micro-batch's backward has written its bucket's gradients; without it (and for a tied table's
+// deferred copy either way) the training loop issues them after the whole backward, so each waits
+// for the compute stream's last backward task (shared/grad_sync.cc sync_bucket; until session 15
+// the generator gave them only their buffers' writers, so the replay overlapped them all the same:
+// hest's finding). So with bucket k ready r_k seconds before the stage's backward ends (the
+// backward of the layers that follow it in the backward; the embedding's and head's few kernels
+// taken as none; r_k = 0 after the backward) and reduced in c_k, the stream ends at
+// f = max_k (-r_k + sum_{j >= k} c_j) (k in the stream's order) and the time exposed after the
+// backward is max(0, f).
 #pragma once
 
 #include <functional>
@@ -47,7 +42,8 @@ struct StageBucket {
 // micro-batch (recompute included).
 std::vector<StageBucket> stage_buckets(const Scenario& point, const LayerCosts& layer, int stage, double layer_backward_s);
 
-// Whether every bucket's reduction waits for the backward's end, as above.
+// Whether every bucket's reduction waits for the backward's end (ZeRO 0-1 without
+// grad_reduce_overlap), as above.
 bool reductions_wait_for_the_backward(const Scenario& point);
 
 // The reductions' end after the backward's, as above, in the order the generator issues them on

@@ -88,7 +88,8 @@ UnitViews make_views(StepState& st, const ParamUnit& u, BufferId whole, int64_t 
   return v;
 }
 
-void dp_collective(StepState& st, CollectiveOp op, BufferId in, BufferId out, int64_t bytes, Phase ph, GroupId g) {
+void dp_collective(StepState& st, CollectiveOp op, BufferId in, BufferId out, int64_t bytes, Phase ph, GroupId g,
+                   TaskId after = kNoId) {
   Collective c;
   c.op = op;
   c.group = g;
@@ -96,7 +97,7 @@ void dp_collective(StepState& st, CollectiveOp op, BufferId in, BufferId out, in
   c.dtype = st.program.buffer_at(in).dtype;
   c.phase = ph;
   c.buffers = {in, out};
-  st.program.collective(std::move(c), Stream::kGradComm);
+  st.program.collective(std::move(c), Stream::kGradComm, {after});
 }
 
 // The buckets whose parameters or gradients a unit touches: its own, and the embedding's for a
@@ -345,7 +346,15 @@ void grads_to_host(StepState& st, int k, int mb) {
 
 // Reduce bucket k's gradients over the data-parallel group (and the tied-table and Megatron-SP
 // norm all-reduces that must come first). mb: the micro-batch just finished, -1 at the end.
+// At the end (-1) the reductions are issued after the whole backward, as the frameworks' training
+// loops do once the pipeline schedule has returned: Megatron-LM's local DDP allreduce_gradients
+// (megatron/training.py train_step, v2.5 e269e200 / v3.0 d898a899), Megatron-Core's
+// finalize_model_grads (core_r0.8.0 baf94af3, megatron/core/distributed/finalize_model_grads.py:
+// finish_grad_sync, then the embedding and Megatron-SP norm all-reduces). A NCCL call is ordered
+// after every kernel already queued on the stream it is issued from, so each collective waits for
+// the compute stream's last task, not only for the writers of its bucket.
 void sync_bucket(StepState& st, int k, int mb) {
+  const TaskId after = mb < 0 ? st.program.last_on(Stream::kCompute) : kNoId;
   const GradBucket& gb = st.layout.buckets[k];
   const int zero = zero_stage(st);
   BucketBuffers& bb = st.bucket(k);
@@ -357,7 +366,7 @@ void sync_bucket(StepState& st, int k, int mb) {
     for (int u : gb.units)
       if (st.grads(u).norm != kNoId)
         st.tp_collective(CollectiveOp::kAllReduce, st.grads(u).norm, st.grads(u).norm, st.program.buffer_at(st.grads(u).norm).bytes,
-                         Phase::kBackward, st.layout.units[u].layer, -1, ReduceOp::kSum, gt);
+                         Phase::kBackward, st.layout.units[u].layer, -1, ReduceOp::kSum, gt, {after});
   // 2D tensor parallelism: the norms' feature block is held alike down each column group.
   if (tp2d(st)) tp2d_reduce_replicated_grads(st, k);
   if (tp3d(st)) tp3d_reduce_replicated_grads(st, k);
@@ -370,7 +379,7 @@ void sync_bucket(StepState& st, int k, int mb) {
       const bool copy = pu.kind == ParamUnit::Kind::kEmbedding ||
                         (pu.kind == ParamUnit::Kind::kHead && !pu.shares_embedding && st.scenario.model.tied_embeddings);
       if (copy) dp_collective(st, CollectiveOp::kAllReduce, st.grads(u).table, st.grads(u).table,
-                              st.program.buffer_at(st.grads(u).table).bytes, Phase::kBackward, emb);
+                              st.program.buffer_at(st.grads(u).table).bytes, Phase::kBackward, emb, after);
     }
   if (gb.host_optimizer) {
     grads_to_host(st, k, mb);
@@ -380,9 +389,9 @@ void sync_bucket(StepState& st, int k, int mb) {
   const GroupId dp = grad_group(st);
   const int64_t bytes = gb.elements * e;
   if (zero == 0) {
-    dp_collective(st, CollectiveOp::kAllReduce, bb.grad, bb.grad, bytes, Phase::kBackward, dp);
+    dp_collective(st, CollectiveOp::kAllReduce, bb.grad, bb.grad, bytes, Phase::kBackward, dp, after);
   } else if (zero == 1) {
-    dp_collective(st, CollectiveOp::kReduceScatter, bb.grad, bb.grad_shard, bytes, Phase::kBackward, dp);
+    dp_collective(st, CollectiveOp::kReduceScatter, bb.grad, bb.grad_shard, bytes, Phase::kBackward, dp, after);
   } else {
     BufferId part = st.program.buffer(st.buffer_name("rs_out", -1, mb).append(".B").append(std::to_string(k)), gb.shard_elements * e,
                                 gt, BufferRole::kComm);
@@ -392,7 +401,7 @@ void sync_bucket(StepState& st, int k, int mb) {
     const TaskId backward = st.program.last_on(Stream::kCompute);
     if (backward == kNoId) st.program.alloc(part, Stream::kGradComm);
     else st.program.alloc(part, Stream::kGradComm, {backward});
-    dp_collective(st, CollectiveOp::kReduceScatter, bb.grad, part, bytes, Phase::kBackward, dp);
+    dp_collective(st, CollectiveOp::kReduceScatter, bb.grad, part, bytes, Phase::kBackward, dp, after);
     st.kernel(Kernel::kAccumulate, Phase::kBackward, -1, mb, {gb.shard_elements}, {part}, {bb.grad_shard}, 0, gt);
     st.release(part);
     st.release(bb.grad);

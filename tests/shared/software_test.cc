@@ -175,6 +175,9 @@ struct Counts {
   std::vector<int64_t> dp_bytes;   // data-parallel gradient reductions
   int last_backward_compute = -1;
   int first_dp_reduce = -1;
+  // The first reduction depends on a compute-stream task at or after the last backward kernel
+  // before it: no backend can start it before the backward has ended.
+  bool first_dp_reduce_waits_for_the_backward = false;
   double adam_bytes = 0;
 };
 
@@ -192,7 +195,12 @@ Counts count(const Schedule& s, int rank) {
       if (k->phase == Phase::kBackward && s.group(k->group).kind == GroupKind::kDp &&
           (k->op == CollectiveOp::kAllReduce || k->op == CollectiveOp::kReduceScatter)) {
         c.dp_bytes.push_back(k->bytes);
-        if (c.first_dp_reduce < 0) c.first_dp_reduce = int(t.id);
+        if (c.first_dp_reduce < 0) {
+          c.first_dp_reduce = int(t.id);
+          for (TaskId d : t.deps)
+            if (p.tasks[d].stream == Stream::kCompute && int(d) >= c.last_backward_compute)
+              c.first_dp_reduce_waits_for_the_backward = true;
+        }
       }
     }
   }
@@ -231,6 +239,11 @@ TEST(SoftwareSchedule, LocalDdpReducesAfterTheBackward) {
   EXPECT_EQ(overlapped.dp_bytes, after.dp_bytes);  // the same reductions
   EXPECT_LT(overlapped.first_dp_reduce, overlapped.last_backward_compute);
   EXPECT_GT(after.first_dp_reduce, after.last_backward_compute);
+  // Issued after the backward is not enough: on its own stream the reduction would still start
+  // when its bucket's gradients are written. The training loop issues it once the backward has
+  // returned, behind every kernel queued before it (shared/grad_sync.cc sync_bucket).
+  EXPECT_FALSE(overlapped.first_dp_reduce_waits_for_the_backward);
+  EXPECT_TRUE(after.first_dp_reduce_waits_for_the_backward);
 }
 
 TEST(SoftwareSchedule, MegatronCoreBucketsOnlyTheFirstStage) {
