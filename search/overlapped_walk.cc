@@ -32,7 +32,9 @@ namespace {
 // same verdicts, so the result is the same (SearchShortcuts.OverlapChangesNothing); only the
 // order in which the processes run differs. Each simulation's memory share is --max-memory /
 // min(jobs, the number simulated), as run_points gives it: simulations start once that number is
-// known (at least min(jobs, K) points fit, or the walk is over).
+// known (at least min(jobs, K) points fit, or the walk is over). Of the points waiting for a
+// slot, the one whose plan counted the most tasks (PlanVerdict::tasks) starts first, so that the
+// simulation left running alone at the end is a short one; each result keeps its place in r.best.
 class OverlappedWalk {
  public:
   OverlappedWalk(const std::vector<Valid>& valid, const SearchOptions& options, PointChecker& checker,
@@ -133,7 +135,7 @@ class OverlappedWalk {
       }
       r_.best.push_back(std::move(p));
       results_.emplace_back();
-      ready_.push_back({r_.best.size() - 1, e.child});
+      ready_.push_back({r_.best.size() - 1, e.child, e.verdict.tasks});
     }
     if (walk_over()) {
       // The points entered past the K-th fit are not walked (one process would not plan them).
@@ -173,8 +175,13 @@ class OverlappedWalk {
         continue;
       }
       if (!ready_.empty() && share_known()) {
-        start_simulation(ready_.front().first, ready_.front().second);
-        ready_.pop_front();
+        // The longest first (the most tasks; the earliest of equals), so that the last
+        // simulation, which runs alone, is a short one.
+        auto next = std::max_element(ready_.begin(), ready_.end(),
+                                     [](const Ready& a, const Ready& b) { return a.tasks < b.tasks; });
+        const Ready go = *next;
+        ready_.erase(next);
+        start_simulation(go.best, go.child);
         continue;
       }
       return false;
@@ -350,7 +357,7 @@ class OverlappedWalk {
         e.error_kind = m.error().message().empty() ? int(ErrorKind::kInternal) : m.error().kind();
         return;
       }
-      e.verdict = {m.peak_bytes(), m.fits()};
+      e.verdict = {m.peak_bytes(), m.fits(), m.tasks()};
       return;
     }
   }
@@ -366,7 +373,13 @@ class OverlappedWalk {
   size_t next_ = 0, decided_ = 0;
   std::vector<Child> children_;
   size_t planning_ = 0, running_sims_ = 0, sims_done_ = 0;
-  std::deque<std::pair<size_t, int>> ready_;  // (index in r.best, its child or -1) to simulate
+  // The points to simulate: the index in r.best, its child (-1: none) and its tasks.
+  struct Ready {
+    size_t best = 0;
+    int child = -1;
+    uint64_t tasks = 0;
+  };
+  std::deque<Ready> ready_;
   std::vector<sweep::PointResult> results_;
   // The last plan's wall time (here, or from a child's fork to its verdict); -1 before the first:
   // the first plans are forked, so that a slow first plan (seconds for a 105-layer model) does not

@@ -19,7 +19,9 @@ PlanVerdict plan_point(PointChecker& checker, const Candidate& c) {
     throw Error("search: internal: a valid point no longer loads: " + message, ErrorKind::kInternal);
   try {
     const PlanSummary plan = summarize(Schedule(std::move(point)));
-    return {plan.peak_memory_bytes, plan.fits};
+    uint64_t tasks = 0;
+    for (const RankPlan& r : plan.ranks) tasks += r.tasks;
+    return {plan.peak_memory_bytes, plan.fits, tasks};
   } catch (const Error& e) {
     // offload auto's planner refuses a point where no placement fits one operator
     // (shared/auto_placement.cc, tandem sim's exit 3): out of memory, with no peak planned (the
@@ -36,6 +38,7 @@ std::string verdict_to_bytes(bool has, const PlanVerdict& v, int error_kind, con
   m.set_has(has);
   m.set_peak_bytes(v.peak_bytes);
   m.set_fits(v.fits);
+  m.set_tasks(v.tasks);
   m.mutable_error()->set_kind(error_kind);
   m.mutable_error()->set_message(error);
   return m.SerializeAsString();

@@ -25,6 +25,10 @@ struct Valid {
 struct PlanVerdict {
   int64_t peak_bytes = 0;
   bool fits = false;
+  // The tasks of the point's class programs (the plan's, RankPlan::tasks): what its simulation
+  // generates and replays, so that its wall time grows with them (the overlapped walk starts the
+  // longest simulations first).
+  uint64_t tasks = 0;
 };
 
 // What the search minimizes: the iteration time, or with --vary-batch the time per sample.

@@ -117,10 +117,11 @@ TaskId ProgramBuilder::add(Stream s, TaskOp&& op, Ids reads, Ids writes, std::in
     if (dep != kNoId) deps[k++] = dep;
   std::sort(deps.begin(), deps.begin() + k);
   t.deps.assign(deps.begin(), deps.begin() + k);
-  // `reads` and `writes` may point into `op`'s own lists: a moved vector keeps its storage.
-  t.op = std::move(op);
+  // `reads` and `writes` may point into `op`'s own lists (kept inside the op when short,
+  // shared/inline_vector.h): record them before the op moves.
   for (BufferId b : reads) record(b, si, id, false);
   for (BufferId b : writes) record(b, si, id, true);
+  t.op = std::move(op);
   last_on_stream_[si] = id;
   program_.tasks.push_back(std::move(t));
   return id;
@@ -151,16 +152,20 @@ TaskId ProgramBuilder::free(BufferId b, Stream s, std::initializer_list<TaskId> 
 }
 
 TaskId ProgramBuilder::compute(Compute c, std::initializer_list<TaskId> extra, Stream s) {
-  const Ids reads{c.inputs.data(), c.inputs.size()}, writes{c.outputs.data(), c.outputs.size()};
-  return add(s, std::move(c), reads, writes, extra);
+  TaskOp op(std::move(c));  // the lists are read where they now live
+  const Compute& in = std::get<Compute>(op);
+  const Ids reads{in.inputs.data(), in.inputs.size()}, writes{in.outputs.data(), in.outputs.size()};
+  return add(s, std::move(op), reads, writes, extra);
 }
 
 TaskId ProgramBuilder::collective(Collective c, Stream s, std::initializer_list<TaskId> extra) {
+  TaskOp op(std::move(c));
   // Reads the first buffer, writes the second (the first again for an in-place collective).
-  const BufferId* b = c.buffers.data();
-  const size_t n = c.buffers.size();
+  const BufferIds& buffers = std::get<Collective>(op).buffers;
+  const BufferId* b = buffers.data();
+  const size_t n = buffers.size();
   const Ids reads{b, n > 0 ? 1u : 0u}, writes{n > 1 ? b + 1 : b, n > 0 ? 1u : 0u};
-  return add(s, std::move(c), reads, writes, extra);
+  return add(s, std::move(op), reads, writes, extra);
 }
 
 TaskId ProgramBuilder::send(int peer, BufferId b, int tag, int microbatch, Stream s,

@@ -25,6 +25,7 @@
 #include <variant>
 #include <vector>
 
+#include "shared/inline_vector.h"
 #include "shared/scenario.h"
 
 namespace tandem {
@@ -33,6 +34,10 @@ using BufferId = uint32_t;
 using TaskId = uint32_t;
 using GroupId = uint32_t;
 inline constexpr uint32_t kNoId = std::numeric_limits<uint32_t>::max();
+// A task's lists (shared/inline_vector.h): up to two ids inside the Task, more on the heap. They
+// read and convert as std::vector<TaskId> / std::vector<BufferId>.
+using TaskIds = InlineVector<TaskId, 2>;
+using BufferIds = InlineVector<BufferId, 2>;
 
 // Pipeline messages travel on four streams, one per direction and kind, so that each stream sees
 // its messages in the same order on both ends (the n-th send on a pair matches the n-th receive).
@@ -193,8 +198,8 @@ struct Compute {
   int32_t layer = -1;       // model layer; -1 for embedding, head and optimizer work
   int32_t microbatch = -1;  // -1 when not tied to one
   std::array<int64_t, 6> dims{};
-  std::vector<BufferId> inputs;
-  std::vector<BufferId> outputs;
+  BufferIds inputs;
+  BufferIds outputs;
 
   // Tensor-core (matrix) flops: 2mnk for a GEMM, the QK^T and PV products for attention counted
   // over the full s x s square as in Narayanan et al. (SC21). Vector kernels count 0 here: their
@@ -223,7 +228,7 @@ struct Collective {
   Phase phase = Phase::kForward;
   int32_t layer = -1;
   int32_t microbatch = -1;
-  std::vector<BufferId> buffers;
+  BufferIds buffers;
 };
 
 struct SendRecv {
@@ -255,7 +260,7 @@ using TaskOp = std::variant<Compute, Collective, SendRecv, Copy, Alloc, Free>;
 struct Task {
   TaskId id = kNoId;  // index in the rank's program; the same in every backend's trace
   Stream stream = Stream::kCompute;
-  std::vector<TaskId> deps;  // earlier tasks of this rank, on other streams or not
+  TaskIds deps;  // earlier tasks of this rank, on other streams or not
   TaskOp op;
 };
 

@@ -17,14 +17,25 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
   info->task_buffer.assign(n, 0);
   std::vector<uint8_t> waited_on(n, 0);
   std::vector<uint32_t> pos(n, 0);
-  for (size_t i = 0; i < program.buffers.size(); ++i) info->buffer_index[program.buffers[i].id] = uint32_t(i);
+  // A buffer's index in program.buffers by its id (kNoId: none). Generated programs number their
+  // buffers by index (shared/program_builder.h): then no table; else (an imported trace) a map.
+  bool ids_are_indices = true;
+  for (size_t i = 0; i < program.buffers.size() && ids_are_indices; ++i) ids_are_indices = program.buffers[i].id == i;
+  std::unordered_map<BufferId, uint32_t> by_id;
+  if (!ids_are_indices)
+    for (size_t i = 0; i < program.buffers.size(); ++i) by_id[program.buffers[i].id] = uint32_t(i);
+  auto index_of = [&](BufferId b) -> uint32_t {
+    if (ids_are_indices) return b < program.buffers.size() ? b : kNoId;
+    auto it = by_id.find(b);
+    return it == by_id.end() ? kNoId : it->second;
+  };
   // Buffers holding a norm's output (or its all-gather), by the buffer a view is of.
   std::unordered_set<BufferId> norm_out, cast_weights;
   auto root = [&](BufferId b) {
     for (int hops = 0; hops < 8; ++hops) {
-      auto it = info->buffer_index.find(b);
-      if (it == info->buffer_index.end() || !program.buffers[it->second].is_view()) break;
-      b = program.buffers[it->second].view_of;
+      const uint32_t i = index_of(b);
+      if (i == kNoId || !program.buffers[i].is_view()) break;
+      b = program.buffers[i].view_of;
     }
     return b;
   };
@@ -39,7 +50,7 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
     freed.assign(program.buffers.size(), 0);
     for (const Task& t : program.tasks)
       if (const auto* f = std::get_if<Free>(&t.op))
-        if (auto it = info->buffer_index.find(f->buffer); it != info->buffer_index.end()) freed[it->second] = 1;
+        if (const uint32_t i = index_of(f->buffer); i != kNoId) freed[i] = 1;
   }
   double memory_pending_s = 0;
   std::vector<TaskId> memory_pending;
@@ -109,12 +120,12 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
     if (const auto* a = std::get_if<Alloc>(&t.op)) b = a->buffer;
     else if (const auto* f = std::get_if<Free>(&t.op)) b = f->buffer;
     else continue;
-    auto it = info->buffer_index.find(b);
-    if (it == info->buffer_index.end())
+    const uint32_t bi = index_of(b);
+    if (bi == kNoId)
       throw Error("schedule: " + rank_task(program.rank, t.id) + " names buffer " + std::to_string(b) + " that rank does not have");
-    info->task_buffer[i] = it->second;
-    if (host_memory && freed[it->second] && !program.buffers[it->second].is_view()) {
-      info->cost_s[i] = host_memory->time_s(std::holds_alternative<Alloc>(t.op), program.buffers[it->second].bytes);
+    info->task_buffer[i] = bi;
+    if (host_memory && freed[bi] && !program.buffers[bi].is_view()) {
+      info->cost_s[i] = host_memory->time_s(std::holds_alternative<Alloc>(t.op), program.buffers[bi].bytes);
       memory_pending_s += info->cost_s[i];
       memory_pending.push_back(t.id);
     }

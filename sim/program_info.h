@@ -29,7 +29,6 @@ struct ProgramInfo {
   std::vector<uint8_t> fuse_next;    // the next task of this one's stream runs fused after it
   std::vector<Component> component;  // compute-like tasks: their cost component
   ComponentTimes compute_component_s{};  // cost_s of the compute stream's tasks, by component
-  std::unordered_map<BufferId, uint32_t> buffer_index;
   std::vector<uint32_t> task_buffer;  // Alloc/Free: index of the buffer in `program.buffers`
   std::vector<int64_t> device_bytes;  // by buffer index: bytes of an accounted device buffer, else 0
   double model_flops = 0, hardware_flops = 0;

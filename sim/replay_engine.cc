@@ -15,8 +15,8 @@ ReplayEngine::ReplayEngine(const Schedule& schedule, const SimOptions& options, 
 
 ReplayEngine::~ReplayEngine() {
   // Under SimOptions::isolate the replay runs in a forked child that leaves with _exit once its
-  // result is written (sim/forked_call.cc): freeing the class programs (millions of tasks, each
-  // with its own small vectors) first would only cost time, so they are left to the exit.
+  // result is written (sim/forked_call.cc): freeing the class programs (millions of tasks and
+  // their buffers) first would only cost time, so they are left to the exit.
   if (options_.isolate) new std::vector<std::shared_ptr<ProgramInfo>>(std::move(infos_));
 }
 
