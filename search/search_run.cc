@@ -69,7 +69,8 @@ bool simulated_before(const RankedPoint& a, const RankedPoint& b, bool vary_batc
 
 // The points of `shape` dealt to this rank (the k-th pipeline group of the enumeration, from 1,
 // goes to rank (k-1) mod size): checked and estimated.
-RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int size, bool shortcuts) {
+RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int size, bool shortcuts,
+                   bool closed_form) {
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
   RankPart part;
@@ -133,27 +134,23 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
     }
     return switch_base_refuses_all;
   };
-  for_each_candidate(shape, [&](const Candidate& c) {
-    // Dealt by pipeline group: the points of one (layout, sp_mode, global batch, schedule, virtual
-    // stages) come one after the other and go to one rank, so that its split and switch verdicts
-    // are taken once for them (the merge does not depend on the dealing).
-    const PipelineGroup g{c.dp, c.tp, c.pp, c.sp, c.tp_mode, c.tp_depth, c.sp_mode, c.global_batch, c.schedule, c.virtual_stages};
-    if (group_index == 0 || g != group) group = g, ++group_index;
-    ++order;
-    if ((group_index - 1) % uint64_t(size) != uint64_t(rank)) return;
-    ++part.points;
-    const LayoutKey key = layout_of(c);
-    if (!have_layout || !(key == layout)) {
-      layout = key, have_layout = true;
-      layout_refused = shortcuts && refused_by_layout(key, checker.base());
-      splits.clear();
-      gemini.clear();
-      layout_rule = nullptr;
-      if (layout_refused) {
-        auto it = refused.find({{key.dp, key.tp, key.pp, key.sp}, {key.tp_mode, key.tp_depth}});
-        if (it != refused.end()) layout_rule = it->second.first, layout_message = it->second.second;
-      }
+  // The layout of the points that follow: a new one clears the split and Gemini verdicts.
+  auto enter_layout = [&](const LayoutKey& key) {
+    if (have_layout && key == layout) return;
+    layout = key, have_layout = true;
+    layout_refused = shortcuts && refused_by_layout(key, checker.base());
+    splits.clear();
+    gemini.clear();
+    layout_rule = nullptr;
+    if (layout_refused) {
+      auto it = refused.find({{key.dp, key.tp, key.pp, key.sp}, {key.tp_mode, key.tp_depth}});
+      if (it != refused.end()) layout_rule = it->second.first, layout_message = it->second.second;
     }
+  };
+  // One point (order: its place in the enumeration, from 1), with the shortcuts above.
+  auto visit_point = [&](const Candidate& c) {
+    const LayoutKey key = layout_of(c);
+    enter_layout(key);
     if (layout_refused && layout_rule && eligible(c, checker.base())) {
       // The loader's verdict on an earlier point of this layout is every eligible point's.
       ++layout_rule->count;
@@ -187,7 +184,12 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
     }
     const std::vector<std::string> point_sets = candidate_sets(c);
     bool ok;
-    if (shortcuts && refused_with_every_switch(c)) {
+    // A point a layout, split or Gemini rule refuses is refused before the software part reads a
+    // switch, so its message is every setting's: the switches' shortcut would load two points
+    // (every switch off and on) where the loader on this one point gives the verdict that the
+    // split's (layout's, Gemini key's) other points then take.
+    const bool known_refused = layout_refused || (split && split->refused) || gem;
+    if (shortcuts && !known_refused && refused_with_every_switch(c)) {
       ok = false, message = switch_base_message;
     } else {
       ok = checker.check(point_sets, &point, &message);
@@ -231,6 +233,97 @@ RankPart rank_part(const SpaceShape& shape, PointChecker& checker, int rank, int
       if (split && split->refused) split->rule = last_rule, split->message = message;
       if (gem) gem->rule = last_rule, gem->message = message;
     }
+  };
+  // `points` more points refused by `rule` with `message` (a message of it), counted at once.
+  auto count_refused = [&](RuleCount* rule, const std::string& message_of_rule, uint64_t points) {
+    rule->count += points;
+    if (last_rule != rule) last_rule = rule, last_message = message_of_rule;
+  };
+  // The points of a group dealt here. A point whose layout or split a rule refuses, and whose
+  // verdict an earlier point of the same layout or split (here, in enumeration order) took from the
+  // loader, is counted under that verdict without a visit, as visit_point would count it: so
+  // each block of switch settings (one row and micro-batch) whose micro-batch has such a verdict
+  // is counted as a whole, and once every micro-batch of the group has one, the rest of the group.
+  // The example of a rule and its order are set only by a loaded point, which comes before every
+  // point counted this way under it (the verdict was taken from it), so every count and example is
+  // the one point by point (SearchOptions::closed_form_counts false; the tests compare both).
+  std::vector<SplitVerdict*> split_at;  // by micro-batch index
+  std::vector<char> eligible_at;
+  auto count_group = [&](const PointGroup& grp) {
+    const size_t mbs = grp.micro_batches.size();
+    const uint64_t settings = grp.switch_settings(), rows = grp.rows();
+    enter_layout(layout_of(grp.head));
+    eligible_at.assign(mbs, 0);
+    bool all_eligible = true;
+    for (size_t m = 0; m < mbs; ++m) {
+      eligible_at[m] = eligible(grp.point(0, m, 0), checker.base());
+      all_eligible = all_eligible && eligible_at[m];
+    }
+    if (layout_refused && layout_rule && all_eligible) {
+      count_refused(layout_rule, layout_message, grp.size());
+      order += grp.size();
+      return;
+    }
+    split_at.assign(mbs, nullptr);
+    for (size_t m = 0; m < mbs; ++m) {
+      const Candidate c = grp.point(0, m, 0);
+      auto [at, fresh] = splits.try_emplace(split_of(c));
+      if (fresh) at->second.refused = refused_by_split(c, checker.base());
+      split_at[m] = &at->second;
+    }
+    // The verdict that covers every point of micro-batch m from here on, if taken yet.
+    auto cover = [&](size_t m) -> std::pair<RuleCount*, const std::string*> {
+      if (layout_refused && layout_rule && eligible_at[m]) return {layout_rule, &layout_message};
+      if (split_at[m]->refused && split_at[m]->rule) return {split_at[m]->rule, &split_at[m]->message};
+      return {nullptr, nullptr};
+    };
+    for (uint64_t row = 0; row < rows; ++row) {
+      bool all_covered = true;
+      for (size_t m = 0; m < mbs && all_covered; ++m) all_covered = cover(m).first != nullptr;
+      if (all_covered) {
+        for (size_t m = 0; m < mbs; ++m) count_refused(cover(m).first, *cover(m).second, (rows - row) * settings);
+        order += (rows - row) * mbs * settings;
+        return;
+      }
+      for (size_t m = 0; m < mbs; ++m) {
+        if (const auto [rule, rule_message] = cover(m); rule) {
+          count_refused(rule, *rule_message, settings);
+          order += settings;
+          continue;
+        }
+        for (uint64_t s = 0; s < settings; ++s) {
+          ++order;
+          visit_point(grp.point(row, m, s));
+          // The point took the verdict of its layout or split: the block's other settings have it.
+          if (const auto [rule, rule_message] = cover(m); rule && s + 1 < settings) {
+            count_refused(rule, *rule_message, settings - s - 1);
+            order += settings - s - 1;
+            break;
+          }
+        }
+      }
+    }
+  };
+  for_each_group(shape, [&](const PointGroup& grp) {
+    // Dealt by pipeline group: the points of one (layout, sp_mode, global batch, schedule, virtual
+    // stages) come one after the other and go to one rank, so that its split and switch verdicts
+    // are taken once for them (the merge does not depend on the dealing).
+    const Candidate& h = grp.head;
+    const PipelineGroup g{h.dp, h.tp, h.pp, h.sp, h.tp_mode, h.tp_depth, h.sp_mode, h.global_batch, h.schedule, h.virtual_stages};
+    if (group_index == 0 || g != group) group = g, ++group_index;
+    if ((group_index - 1) % uint64_t(size) != uint64_t(rank)) {
+      order += grp.size();
+      return;
+    }
+    part.points += grp.size();
+    if (shortcuts && closed_form) return count_group(grp);
+    const uint64_t settings = grp.switch_settings();
+    for (uint64_t row = 0; row < grp.rows(); ++row)
+      for (size_t m = 0; m < grp.micro_batches.size(); ++m)
+        for (uint64_t s = 0; s < settings; ++s) {
+          ++order;
+          visit_point(grp.point(row, m, s));
+        }
   });
   part.valid = valid.size();
   if (probes) part.probe_keys = probes->keys();
@@ -602,9 +695,10 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
     std::vector<sim::ForkedCall> children;
     for (size_t k = 1; k < shares; ++k)
       children.emplace_back(
-          [&, k] { return to_bytes(rank_part(shape, checker, int(k), int(shares), options.rule_shortcuts)); },
+          [&, k] { return to_bytes(rank_part(shape, checker, int(k), int(shares), options.rule_shortcuts,
+                                                  options.closed_form_counts)); },
           "search: an estimate process");
-    parts.push_back(rank_part(shape, checker, 0, int(shares), options.rule_shortcuts));
+    parts.push_back(rank_part(shape, checker, 0, int(shares), options.rule_shortcuts, options.closed_form_counts));
     for (sim::ForkedCall& child : children) {
       while (!child.read_some()) {
       }
@@ -613,7 +707,7 @@ SearchResult run_search(const std::string& scenario_path, const std::vector<std:
   } else {
     RankPart part;
     try {
-      part = rank_part(shape, checker, rank, size, options.rule_shortcuts);
+      part = rank_part(shape, checker, rank, size, options.rule_shortcuts, options.closed_form_counts);
     } catch (const Error& e) {
       if (!ranks) throw;
       part = RankPart{}, part.error_kind = int(e.kind()), part.error = e.what();

@@ -74,6 +74,10 @@ struct SearchOptions {
   // switch off and every switch on alike take that message (search_run.cc, rank_part); false
   // loads every point (the tests compare both).
   bool rule_shortcuts = true;
+  // With rule_shortcuts: the points a shortcut's verdict covers are counted in closed form, a
+  // block of switch settings, a row or a whole pipeline group at once (search/search_space.h
+  // PointGroup), instead of visited one by one; false visits each (the tests compare both).
+  bool closed_form_counts = true;
 };
 
 struct RuleCount {

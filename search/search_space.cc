@@ -61,11 +61,12 @@ void fix_keys(SpaceShape& shape, const std::vector<std::string>& sets) {
   }
 }
 
-void for_each_candidate(const SpaceShape& s, const std::function<void(const Candidate&)>& visit) {
+void for_each_group(const SpaceShape& s, const std::function<void(const PointGroup&)>& visit) {
+  PointGroup group;
   const std::vector<int> tp_modes = axis(s, "strategy.tp_mode", table_size(kTpModes));
   const std::vector<int> sp_modes = axis(s, "strategy.sp_mode", table_size(kSpModes));
-  const std::vector<int> zeros = axis(s, "strategy.zero_stage", kZeroStages);
-  const std::vector<int> recomputes = axis(s, "strategy.recompute", table_size(kRecomputes));
+  group.zeros = axis(s, "strategy.zero_stage", kZeroStages);
+  group.recomputes = axis(s, "strategy.recompute", table_size(kRecomputes));
   const std::vector<int> offloads = axis(s, "strategy.offload", table_size(kOffloads));
   const bool fixed_depth = s.fixed.count("strategy.tp_depth") > 0;
   // A tp_mode fixed by the user with a depth of its own still searches tp_depth.
@@ -104,15 +105,13 @@ void for_each_candidate(const SpaceShape& s, const std::function<void(const Cand
   bool fraction_axis = false;
   for (int off : offloads) fraction_axis = fraction_axis || reads_fraction(off);
   fraction_axis = fraction_axis && !fixed_fraction;
-  std::vector<std::pair<int, double>> offload_choices;
   for (int off : offloads) {
-    if (!fraction_axis) offload_choices.push_back({off, -1.0});
-    else if (!reads_fraction(off)) offload_choices.push_back({off, 0.0});
+    if (!fraction_axis) group.offloads.push_back({off, -1.0});
+    else if (!reads_fraction(off)) group.offloads.push_back({off, 0.0});
     else
-      for (double f : kOffloadFractions) offload_choices.push_back({off, f});
+      for (double f : kOffloadFractions) group.offloads.push_back({off, f});
   }
-  std::vector<int> switches[kSwitchCount];
-  for (int i = 0; i < kSwitchCount; ++i) switches[i] = axis(s, kSoftwareSwitches[i], 2);
+  for (int i = 0; i < kSwitchCount; ++i) group.switches[i] = axis(s, kSoftwareSwitches[i], 2);
   const bool fixed_schedule = s.fixed.count("strategy.pp_schedule") || s.fixed.count("strategy.virtual_stages");
   const bool fixed_mb = s.fixed.count("strategy.micro_batch");
   // --vary-batch: the powers of two up to the scenario's global batch, and that batch itself.
@@ -122,7 +121,7 @@ void for_each_candidate(const SpaceShape& s, const std::function<void(const Cand
     for (int g = 1; g <= s.global_batch; g *= 2) batches.push_back(g);
     if (batches.back() != s.global_batch) batches.push_back(s.global_batch);
   }
-  Candidate c;
+  Candidate& c = group.head;
   for (int tp : divisors_or_fixed(s.gpus, s.fixed_tp))
     for (int pp : divisors_or_fixed(s.gpus / tp, s.fixed_pp))
       for (int spm : sp_modes) {
@@ -156,34 +155,52 @@ void for_each_candidate(const SpaceShape& s, const std::function<void(const Cand
           for (int g : batches) {
             const int batch = g > 0 ? g : s.global_batch;
             c.global_batch = g;
-            std::vector<int> mbs;
+            std::vector<int>& mbs = group.micro_batches;
+            mbs.clear();
             if (fixed_mb) mbs.push_back(0);
             else
               for (int mb = 1; mb == 1 || mb <= batch / dp; mb *= 2) mbs.push_back(mb);
             for (const auto& [tpm, depth] : tp_grids(tp))
-              for (const auto& [schedule, v] : pipelines)
-                for (int zero : zeros)
-                  for (int rc : recomputes)
-                    for (const auto& [off, fraction] : offload_choices)
-                      for (int mb : mbs)
-                        for (int a : switches[0])
-                          for (int b : switches[1])
-                            for (int d : switches[2]) {
-                              c.tp_mode = int8_t(tpm);
-                              c.tp_depth = depth;
-                              c.schedule = int8_t(schedule);
-                              c.virtual_stages = v;
-                              c.zero = int8_t(zero);
-                              c.recompute = int8_t(rc);
-                              c.offload = int8_t(off);
-                              c.offload_fraction = fraction;
-                              c.micro_batch = mb;
-                              c.switches[0] = int8_t(a), c.switches[1] = int8_t(b), c.switches[2] = int8_t(d);
-                              visit(c);
-                            }
+              for (const auto& [schedule, v] : pipelines) {
+                c.tp_mode = int8_t(tpm);
+                c.tp_depth = depth;
+                c.schedule = int8_t(schedule);
+                c.virtual_stages = v;
+                if (group.size() > 0) visit(group);
+              }
           }
         }
       }
+}
+
+uint64_t PointGroup::switch_settings() const {
+  uint64_t n = 1;
+  for (const std::vector<int>& v : switches) n *= v.size();
+  return n;
+}
+
+Candidate PointGroup::point(uint64_t row, size_t m, uint64_t s) const {
+  Candidate c = head;
+  const uint64_t per_zero = uint64_t(recomputes.size()) * offloads.size();
+  c.zero = int8_t(zeros[row / per_zero]);
+  c.recompute = int8_t(recomputes[row % per_zero / offloads.size()]);
+  c.offload = int8_t(offloads[row % offloads.size()].first);
+  c.offload_fraction = offloads[row % offloads.size()].second;
+  c.micro_batch = micro_batches[m];
+  for (int i = kSwitchCount; i-- > 0;) {
+    c.switches[i] = int8_t(switches[i][s % switches[i].size()]);
+    s /= switches[i].size();
+  }
+  return c;
+}
+
+void for_each_candidate(const SpaceShape& shape, const std::function<void(const Candidate&)>& visit) {
+  for_each_group(shape, [&](const PointGroup& g) {
+    const uint64_t settings = g.switch_settings();
+    for (uint64_t row = 0; row < g.rows(); ++row)
+      for (size_t m = 0; m < g.micro_batches.size(); ++m)
+        for (uint64_t s = 0; s < settings; ++s) visit(g.point(row, m, s));
+  });
 }
 
 std::vector<std::string> candidate_sets(const Candidate& c) {

@@ -93,7 +93,34 @@ struct SpaceShape {
 // input, when such a value is not a positive integer).
 void fix_keys(SpaceShape& shape, const std::vector<std::string>& sets);
 
-// Calls visit for every point, layouts in increasing tp, then pp, then sp.
+// The points of one pipeline group: one (layout, sp_mode, global batch, schedule, virtual stages),
+// consecutive in the enumeration, over the inner axes in this order (outermost first): zero_stage,
+// recompute, offload (with its fraction), micro_batch, then the switches (kSoftwareSwitches' order,
+// the last innermost). A row is one (zero_stage, recompute, offload); the points of a row and
+// micro-batch are a block of switch settings. So the group's points number
+// rows() x micro_batches.size() x switch_settings(), the point (row, m, s) is the
+// ((row x micro_batches.size() + m) x switch_settings() + s)-th of the group, and a count over
+// whole blocks, rows or the group is that product (search_run.cc counts refused keys so).
+struct PointGroup {
+  Candidate head;  // dp, tp, pp, sp, tp_mode, tp_depth, sp_mode, global_batch, schedule, virtual_stages
+  std::vector<int> zeros, recomputes;                // table values (-1: fixed by the user)
+  std::vector<std::pair<int, double>> offloads;      // (kOffloads index or -1, offload_fraction or -1)
+  std::vector<int> micro_batches;                    // 0: fixed by the user
+  std::vector<int> switches[kSwitchCount];           // 0 off, 1 on; {-1}: fixed
+  uint64_t rows() const { return uint64_t(zeros.size()) * recomputes.size() * offloads.size(); }
+  uint64_t switch_settings() const;
+  uint64_t size() const { return rows() * micro_batches.size() * switch_settings(); }
+  // The point (row, micro-batch index m, switch setting s).
+  Candidate point(uint64_t row, size_t m, uint64_t s) const;
+};
+
+// Calls visit for every pipeline group in enumeration order: layouts in increasing tp, then pp,
+// then sp_mode and sp, then global batch, tp_mode / tp_depth and the pipeline. A group with no
+// point is not visited.
+void for_each_group(const SpaceShape& shape, const std::function<void(const PointGroup&)>& visit);
+
+// Calls visit for every point, layouts in increasing tp, then pp, then sp: every point of every
+// group (for_each_group) in its order.
 void for_each_candidate(const SpaceShape& shape, const std::function<void(const Candidate&)>& visit);
 
 // The point's assignments, "strategy.tp=2" ... (cluster.gpus not included).

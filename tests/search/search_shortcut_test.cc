@@ -400,6 +400,53 @@ TEST(SearchShortcuts, EstimateSharesChangeNothing) {
   EXPECT_EQ(messages[0], messages[1]);
 }
 
+// The counts of refused keys in closed form (SearchOptions::closed_form_counts: the points of a
+// refused layout or split whose verdict an earlier point took from the loader counted per block of
+// switch settings, per row, or per pipeline group, search_run.cc count_group) against the visit of
+// every point with the same shortcuts: the same JSON (timings aside: every count by rule, every
+// rule's example of the lowest enumeration order, the valid points and the K best), on the tiny
+// GPT's whole space on 8 GPUs (every axis searched), on 16 GPUs with every global batch, with
+// fixed keys (a fixed micro-batch and switch: groups of one micro-batch and four settings), over
+// two estimate shares, and the same message where no strategy is valid (7 GPUs).
+TEST(SearchShortcuts, ClosedFormCountsEqualTheVisitedCounts) {
+  struct Case {
+    std::vector<std::string> sets;
+    int gpus;
+    bool vary;
+    int jobs;
+  };
+  const Case cases[] = {{{}, 8, false, 1},
+                        {{"strategy.recompute=none", "strategy.offload=none"}, 16, true, 1},
+                        {{"strategy.micro_batch=1", "software.tp_comm_overlap=false"}, 8, false, 1},
+                        {{}, 8, false, 2}};
+  for (const Case& k : cases) {
+    std::string texts[2];
+    for (const bool closed_form : {false, true}) {
+      SearchOptions o;
+      o.gpus = k.gpus, o.top = 16, o.simulate = false, o.vary_batch = k.vary, o.estimate_jobs = k.jobs;
+      o.closed_form_counts = closed_form;
+      const SearchResult r = run_search(kTiny, k.sets, o);
+      uint64_t invalid = 0;
+      for (const auto& [rule, count] : r.invalid) invalid += count.count;
+      EXPECT_EQ(r.valid + invalid, r.points) << "closed form " << closed_form;
+      texts[closed_form] = json_without_timings(r);
+    }
+    EXPECT_EQ(texts[0], texts[1]) << k.gpus << " GPUs, " << ::testing::PrintToString(k.sets) << ", " << k.jobs << " shares";
+  }
+  std::string messages[2];
+  for (const bool closed_form : {false, true}) {
+    SearchOptions o;
+    o.gpus = 7, o.top = 16, o.simulate = false, o.closed_form_counts = closed_form;
+    try {
+      run_search(kTiny, {}, o);
+    } catch (const Error& e) {
+      messages[closed_form] = e.what();
+    }
+  }
+  EXPECT_NE(messages[0].find("no valid strategy"), std::string::npos) << messages[0];
+  EXPECT_EQ(messages[0], messages[1]);
+}
+
 // The walk and the simulations together (SearchOptions::overlap: plans and simulations share the
 // process slots, a point simulated by the child that planned it) against the walk first and the
 // simulations after it: the same JSON (timings aside: every count, the K best with their simulated

@@ -139,6 +139,51 @@ TEST(SearchSpace, SequenceModesHaveTheirOwnAxis) {
   EXPECT_EQ(points, 3);
 }
 
+// A pipeline group's points in closed form (search/search_space.h PointGroup, which the search
+// counts refused keys with): size() is the number of its points, point(row, m, s) walks them in the
+// documented order (zero_stage outermost, then recompute, offload, micro_batch, the switches with
+// the last innermost), and the groups' sizes add up to the points for_each_candidate visits. The
+// tiny GPT on 8 GPUs, every axis searched; its first group (tp 1, pp 1, sp_mode none, 1f1b, dp 8:
+// micro-batches up to 8 / 8 = 1) has 4 ZeRO stages x 3 recomputes x 5 offloads (none, optimizer,
+// params 0.5 and 1.0, auto) x 1 micro-batch x 2^3 switch settings = 480 points.
+TEST(SearchSpace, GroupsCountTheirPointsInClosedForm) {
+  SpaceShape shape;
+  shape.gpus = 8, shape.layers = 4, shape.global_batch = 8;
+  uint64_t groups = 0, in_closed_form = 0, walked = 0, out_of_order = 0;
+  for_each_group(shape, [&](const PointGroup& g) {
+    if (groups++ == 0) {
+      EXPECT_EQ(g.size(), 480u);
+      EXPECT_EQ(g.head.tp * g.head.pp * g.head.sp, 1);
+    }
+    in_closed_form += g.size();
+    const uint64_t settings = g.switch_settings();
+    const size_t mbs = g.micro_batches.size();
+    uint64_t i = 0;
+    for (int zero : g.zeros)
+      for (int recompute : g.recomputes)
+        for (const auto& [offload, fraction] : g.offloads)
+          for (int mb : g.micro_batches)
+            for (int a : g.switches[0])
+              for (int b : g.switches[1])
+                for (int d : g.switches[2]) {
+                  const Candidate c = g.point(i / (mbs * settings), size_t(i / settings % mbs), i % settings);
+                  const bool same = c.zero == zero && c.recompute == recompute && c.offload == offload &&
+                                    c.offload_fraction == fraction && c.micro_batch == mb && c.switches[0] == a &&
+                                    c.switches[1] == b && c.switches[2] == d && c.dp == g.head.dp && c.tp == g.head.tp &&
+                                    c.pp == g.head.pp && c.sp == g.head.sp && c.schedule == g.head.schedule;
+                  out_of_order += !same;
+                  ++i;
+                }
+    walked += i;
+  });
+  EXPECT_EQ(out_of_order, 0u);
+  EXPECT_EQ(walked, in_closed_form);
+  uint64_t visited = 0;
+  for_each_candidate(shape, [&](const Candidate&) { ++visited; });
+  EXPECT_EQ(visited, in_closed_form);
+  EXPECT_GT(groups, 1u);
+}
+
 TEST(SearchSpace, CandidateSetsAreSetAssignments) {
   Candidate c;
   c.dp = 2, c.tp = 2, c.pp = 2, c.sp = 1, c.virtual_stages = 2, c.micro_batch = 4;
