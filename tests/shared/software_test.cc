@@ -365,6 +365,20 @@ TEST(SoftwareSchedule, PipelineSendWaitHoldsTheNextPass) {
   EXPECT_FALSE(tiny({"software.preset=megatron-lm-2022"}).software.overlap_p2p_comm);
 }
 
+// The tiny GPT in tp 2 x pp 2, 1F1B, fp16 under software preset `preset`, with `extra` settings.
+Schedule tp2_pp2(const std::string& preset, const std::vector<std::string>& extra) {
+  std::vector<std::string> sets = {"cluster.gpus=4", "strategy.tp=2", "strategy.pp=2", "strategy.pp_schedule=1f1b",
+                                   "strategy.dtype=fp16", "software.preset=" + preset};
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  return Schedule(tiny(sets));
+}
+
+// A pipeline message's gather: a tensor-group all-gather from a view of its output buffer.
+bool gathers_a_slice(const Schedule& s, const Program& p, const Collective* c) {
+  return c != nullptr && c->op == CollectiveOp::kAllGather && s.group(c->group).kind == GroupKind::kTp &&
+         c->buffers.size() == 2 && p.buffers[c->buffers[0]].view_of == c->buffers[1];
+}
+
 // software.pipeline_scatter_gather: Megatron-LM v3.0 (megatron/p2p_communication.py:63-73,
 // :96-103, :142-157 at d898a8991d1a08d29074f87819d1bf41517e35f5) sends each pipeline message as
 // this tensor rank's 1/tp slice of its elements (split_tensor_into_1d_equal_chunks, a view:
@@ -382,10 +396,7 @@ TEST(SoftwareSchedule, PipelineScatterGatherSendsATensorSlice) {
     std::vector<Phase> gather_phase;
   };
   auto seen = [](const std::vector<std::string>& extra, int rank) {
-    std::vector<std::string> sets = {"cluster.gpus=4", "strategy.tp=2", "strategy.pp=2", "strategy.pp_schedule=1f1b",
-                                     "strategy.dtype=fp16", "software.preset=megatron-lm-2022"};
-    sets.insert(sets.end(), extra.begin(), extra.end());
-    const Schedule s(tiny(sets));
+    const Schedule s = tp2_pp2("megatron-lm-2022", extra);
     const Program p = s.program(rank);
     Seen out;
     for (const Task& t : p.tasks) {
@@ -393,9 +404,7 @@ TEST(SoftwareSchedule, PipelineScatterGatherSendsATensorSlice) {
         out.sent.push_back(m->bytes);
         out.offsets.push_back(p.buffers[m->buffer].view_of == kNoId ? -1 : p.buffers[m->buffer].view_offset_bytes);
       }
-      if (const Collective* c = std::get_if<Collective>(&t.op);
-          c && c->op == CollectiveOp::kAllGather && s.group(c->group).kind == GroupKind::kTp && c->buffers.size() == 2 &&
-          p.buffers[c->buffers[0]].view_of == c->buffers[1]) {
+      if (const Collective* c = std::get_if<Collective>(&t.op); gathers_a_slice(s, p, c)) {
         out.gathered.push_back(c->bytes);
         out.gather_phase.push_back(c->phase);
       }
@@ -460,10 +469,7 @@ TEST(SoftwareSchedule, DeepSpeedPartitionedTensorSendsMetaAndASlice) {
     int copies = 0;
   };
   auto seen = [](const std::vector<std::string>& extra, int rank) {
-    std::vector<std::string> sets = {"cluster.gpus=4", "strategy.tp=2", "strategy.pp=2", "strategy.pp_schedule=1f1b",
-                                     "strategy.dtype=fp16", "software.preset=deepspeed-megatron-2021"};
-    sets.insert(sets.end(), extra.begin(), extra.end());
-    const Schedule s(tiny(sets));
+    const Schedule s = tp2_pp2("deepspeed-megatron-2021", extra);
     const Program p = s.program(rank);
     Seen out;
     for (const Task& t : p.tasks) {
@@ -472,9 +478,7 @@ TEST(SoftwareSchedule, DeepSpeedPartitionedTensorSendsMetaAndASlice) {
         if (m->is_send) out.sent_offsets.push_back(p.buffers[m->buffer].view_of == kNoId ? -1 : 0);
       }
       if (const Copy* c = std::get_if<Copy>(&t.op); c && c->direction == CopyDirection::kD2D) ++out.copies;
-      if (const Collective* c = std::get_if<Collective>(&t.op);
-          c && c->op == CollectiveOp::kAllGather && s.group(c->group).kind == GroupKind::kTp && c->buffers.size() == 2 &&
-          p.buffers[c->buffers[0]].view_of == c->buffers[1]) {
+      if (const Collective* c = std::get_if<Collective>(&t.op); gathers_a_slice(s, p, c)) {
         out.gathered.push_back(c->bytes);
         out.gather_phase.push_back(c->phase);
       }
@@ -497,10 +501,7 @@ TEST(SoftwareSchedule, DeepSpeedPartitionedTensorSendsMetaAndASlice) {
     EXPECT_TRUE(off.gathered.empty()) << rank;
   }
   // The program runs on the reference executor (every message matched, no buffer used freed).
-  EXPECT_NO_THROW(run_reference(Schedule(tiny({"cluster.gpus=4", "strategy.tp=2", "strategy.pp=2",
-                                               "strategy.pp_schedule=1f1b", "strategy.dtype=fp16",
-                                               "software.preset=deepspeed-megatron-2021"})),
-                                [](int, const Program&, const Task&) { return 1.0; }));
+  EXPECT_NO_THROW(run_reference(tp2_pp2("deepspeed-megatron-2021", {}), [](int, const Program&, const Task&) { return 1.0; }));
   const std::string both = error_of({"software.preset=megatron-lm-2022", "software.pipeline_partitioned_tensor=true"});
   EXPECT_TRUE(contains(both, "software.pipeline_partitioned_tensor")) << both;
   EXPECT_TRUE(tiny({"software.preset=deepspeed-megatron-2021"}).software.pipeline_partitioned_tensor);
