@@ -160,6 +160,7 @@ struct SoftwareSpec {
   bool pipeline_send_wait = false;    // the compute stream waits for each pipeline send (Megatron, DeepSpeed)
   bool overlap_p2p_comm = false;      // interleaved: a pass waits only for the sends of its own direction
   bool pipeline_scatter_gather = false;  // a pipeline message sent as 1/tp slices, all-gathered on arrival
+  bool pipeline_partitioned_tensor = false;  // DeepSpeed: meta + 1/tp slice, gathered; sender regathers its output
 };
 
 struct Scenario {

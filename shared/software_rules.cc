@@ -100,6 +100,10 @@ SoftwareSpec Resolver::software(const StrategySpec& strategy, std::vector<std::s
   spec.pipeline_send_wait = p.has_pipeline_send_wait() && p.pipeline_send_wait();
   spec.overlap_p2p_comm = p.has_overlap_p2p_comm() && p.overlap_p2p_comm();
   spec.pipeline_scatter_gather = p.has_pipeline_scatter_gather() && p.pipeline_scatter_gather();
+  spec.pipeline_partitioned_tensor = p.has_pipeline_partitioned_tensor() && p.pipeline_partitioned_tensor();
+  if (spec.pipeline_scatter_gather && spec.pipeline_partitioned_tensor)
+    fail("software.pipeline_partitioned_tensor",
+         "is DeepSpeed's partitioning of pipeline messages; software.pipeline_scatter_gather is Megatron-LM's: set one");
 
   // The two overlaps: the software field, else the deprecated strategy spelling when given.
   auto overlap = [&](const char* field, bool software_value) -> std::pair<bool, std::string> {

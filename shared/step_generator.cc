@@ -17,10 +17,13 @@ namespace tandem {
 namespace {
 
 // Pipeline sends whose completion the compute stream has not waited for yet
-// (software.pipeline_send_wait): the sent buffer and whether a forward pass sent it.
+// (software.pipeline_send_wait): the sent buffer and whether a forward pass sent it; under
+// software.pipeline_partitioned_tensor the buffer is the meta message and `also` the send of the
+// slice after it (the slice itself outlives the send).
 struct PendingSend {
   BufferId buffer;
   bool forward;
+  TaskId also = kNoId;
 };
 using PendingSends = std::vector<PendingSend>;
 
@@ -30,6 +33,7 @@ using PendingSends = std::vector<PendingSend>;
 struct Received {
   BufferId full = kNoId;
   BufferId part = kNoId;
+  BufferId meta = kNoId;  // DeepSpeed's partition meta message (software.pipeline_partitioned_tensor)
 };
 
 // The pipeline messages of one rank's schedule: sends not waited for yet, and receives posted
@@ -38,6 +42,9 @@ struct Received {
 struct PipeMessages {
   PendingSends sends;
   std::map<std::tuple<bool, int, int>, Received> posted;
+  // software.pipeline_partitioned_tensor: the slice of each sent activation a stage keeps for its
+  // backward, by (chunk, micro-batch).
+  std::map<std::pair<int, int>, BufferId> kept;
 };
 
 // Megatron-LM's scatter/gather of pipeline messages (software.pipeline_scatter_gather; Megatron-LM
@@ -45,9 +52,11 @@ struct PipeMessages {
 // same on every rank of the tensor group (1-D tensor parallelism without Megatron-SP) goes as tp
 // slices of its elements, one a rank, when they divide evenly (else whole, as the code's override).
 // Returns the number of slices (1: sent whole).
+// DeepSpeed's PartitionedTensor (software.pipeline_partitioned_tensor) slices the same messages
+// (it splits uneven ones unevenly; tandem sends those whole, as for Megatron).
 int64_t pipeline_slices(const StepState& st, const SoftwareSpec& sw) {
   const StepDims& d = st.dims;
-  if (!sw.pipeline_scatter_gather || d.tp == 1 || d.seq_parallel || d.tp2d_q > 1 || d.tp3d_q > 1) return 1;
+  if (!(sw.pipeline_scatter_gather || sw.pipeline_partitioned_tensor) || d.tp == 1 || d.seq_parallel || d.tp2d_q > 1 || d.tp3d_q > 1) return 1;
   return (d.n_local * d.hidden) % d.tp == 0 ? d.tp : 1;
 }
 
@@ -58,6 +67,11 @@ BufferId pipeline_slice(StepState& st, BufferId b, int64_t slices) {
   const int64_t part = buf.bytes / slices;
   return st.program.view(b, part * st.coord.tp, part, buf.dtype, buf.name + "/tp_slice");
 }
+
+// DeepSpeed's partition meta message (PartitionedTensor.to_meta, deepspeed/runtime/utils.py:723-738 at
+// v0.5.4 bc7778ea): a long tensor [ndims, *size, num_parts, rank, *partition (num_parts + 1 offsets)],
+// 8 bytes an element; the message is [s, b, h] (ndims 3): 8 x (tp + 7) bytes.
+int64_t partition_meta_bytes(const StepState& st) { return 8 * (1 + 3 + 2 + st.dims.tp + 1); }
 
 // Whether a pass (forward or backward) waits for a pending send before its first kernel, as the
 // framework waits (docs/software.md, software.pipeline_send_wait):
@@ -102,7 +116,13 @@ class StepGenerator : public ProgramGenerator {
   // the compute stream, after its send (shared/program_builder.h orders the Free after the send).
   void wait_sends(StepState& st, PendingSends& sends, bool forward_pass) const;
   // A pass's output handed to the next (forward) or previous (backward) virtual stage.
-  void send(StepState& st, PendingSends& sends, BufferId b, bool forward_pass, int mb) const;
+  void send(StepState& st, PipeMessages& msg, BufferId b, bool forward_pass, int chunk, int mb) const;
+  // The same under software.pipeline_partitioned_tensor: `slice` is this rank's view of `b`.
+  void send_partitioned(StepState& st, PipeMessages& msg, BufferId b, BufferId slice, bool forward_pass, int chunk,
+                        int mb) const;
+  // software.pipeline_partitioned_tensor: the forward output of (chunk, mb) all-gathered back from
+  // its kept slice before the backward (kNoId when none was kept); the caller frees it.
+  BufferId rebuild_output(StepState& st, PipeMessages& msg, int chunk, int layer, int mb) const;
 
   const Scenario& sc_;
   const RankGrid& grid_;
@@ -144,8 +164,15 @@ Received StepGenerator::post_receive(StepState& st, bool forward_pass, int chunk
   if (posted == kNoId) st.program.alloc(b, s);
   else st.program.alloc(b, s, {posted});
   const int64_t slices = pipeline_slices(st, sc_.software);
-  const Received r{b, slices > 1 ? pipeline_slice(st, b, slices) : b};
-  st.program.recv(st.pipeline_peer(forward_pass ? -1 : +1), r.part, forward_pass ? 0 : 1, mb, s);
+  Received r{b, slices > 1 ? pipeline_slice(st, b, slices) : b};
+  const int peer = st.pipeline_peer(forward_pass ? -1 : +1);
+  if (slices > 1 && sc_.software.pipeline_partitioned_tensor) {  // the meta message comes first
+    r.meta = st.program.buffer(st.buffer_name(forward_pass ? "x_meta" : "dx_meta", pu.layer, mb),
+                               partition_meta_bytes(st), DType::kUint8, BufferRole::kComm);
+    st.program.alloc(r.meta, s);
+    st.program.recv(peer, r.meta, forward_pass ? 0 : 1, mb, s);
+  }
+  st.program.recv(peer, r.part, forward_pass ? 0 : 1, mb, s);
   return r;
 }
 
@@ -162,25 +189,84 @@ BufferId StepGenerator::gather_received(StepState& st, const Received& r, bool f
   const Buffer& full = st.program.buffer_at(r.full);
   st.tp_collective(CollectiveOp::kAllGather, r.part, r.full, full.bytes, forward_pass ? Phase::kForward : Phase::kBackward,
                    layer, mb, ReduceOp::kSum, full.dtype, {st.program.last_on(Stream::kCompute)});
+  st.release(r.meta);
   return r.full;
 }
 
 void StepGenerator::wait_sends(StepState& st, PendingSends& sends, bool forward_pass) const {
   size_t kept = 0;
   for (const PendingSend& p : sends) {
-    if (waits_for(sc_.software, sc_.strategy.pp_schedule, forward_pass, p)) st.program.free(p.buffer, Stream::kCompute);
+    if (waits_for(sc_.software, sc_.strategy.pp_schedule, forward_pass, p))
+      st.program.free(p.buffer, Stream::kCompute, {p.also});
     else sends[kept++] = p;
   }
   sends.resize(kept);
 }
 
-void StepGenerator::send(StepState& st, PendingSends& sends, BufferId b, bool forward_pass, int mb) const {
+void StepGenerator::send(StepState& st, PipeMessages& msg, BufferId b, bool forward_pass, int chunk, int mb) const {
   const Stream s = forward_pass ? Stream::kSendFwd : Stream::kSendBwd;
   const int64_t slices = pipeline_slices(st, sc_.software);
   const BufferId sent = slices > 1 ? pipeline_slice(st, b, slices) : b;
+  if (slices > 1 && sc_.software.pipeline_partitioned_tensor) {
+    send_partitioned(st, msg, b, sent, forward_pass, chunk, mb);
+    return;
+  }
   st.program.send(st.pipeline_peer(forward_pass ? +1 : -1), sent, forward_pass ? 0 : 1, mb, s);
-  if (sc_.software.pipeline_send_wait) sends.push_back({b, forward_pass});
+  if (sc_.software.pipeline_send_wait) msg.sends.push_back({b, forward_pass});
   else st.program.free(b, s);
+}
+
+// DeepSpeed's PipelineEngine at v0.5.4 (bc7778ea5b6018c4982816a1bf4d11fb46eb111f):
+// PartitionedTensor(tensor) clones this rank's 1/tp of the elements (deepspeed/runtime/utils.py:
+// 682-692: narrow(...).clone()); the forward then drops the full output (`outputs.data =
+// torch.zeros(1)`, pipe/engine.py:591-600) and keeps the slice for its backward, the backward's
+// gradient is dropped after its sends (:885-930); the meta message and the slice go as two
+// synchronous sends (p2p.send, :867-871 and :913-916).
+void StepGenerator::send_partitioned(StepState& st, PipeMessages& msg, BufferId b, BufferId slice, bool forward_pass,
+                                     int chunk, int mb) const {
+  const Stream s = forward_pass ? Stream::kSendFwd : Stream::kSendBwd;
+  const int peer = st.pipeline_peer(forward_pass ? +1 : -1);
+  const int64_t bytes = st.program.buffer_at(b).bytes / st.dims.tp;
+  const DType dtype = st.program.buffer_at(b).dtype;
+  const std::vector<int> units = st.chunk_units(chunk);
+  const int layer = st.layout.units[forward_pass ? units.back() : units.front()].layer;
+  const BufferId part = st.program.buffer(st.buffer_name(forward_pass ? "y_part" : "dx_part", layer, mb), bytes,
+                                          dtype, BufferRole::kActivation);
+  st.program.alloc(part, Stream::kCompute);
+  st.program.copy(CopyDirection::kD2D, slice, part, Stream::kCompute);
+  st.program.free(b, Stream::kCompute);
+  const BufferId meta = st.program.buffer(st.buffer_name(forward_pass ? "y_meta" : "dx_meta_send", layer, mb),
+                                          partition_meta_bytes(st), DType::kUint8, BufferRole::kComm);
+  st.program.alloc(meta, Stream::kCompute);
+  st.program.send(peer, meta, forward_pass ? 0 : 1, mb, s);
+  const TaskId sent = st.program.send(peer, part, forward_pass ? 0 : 1, mb, s);
+  if (forward_pass) msg.kept[{chunk, mb}] = part;
+  else st.program.free(part, s);
+  if (sc_.software.pipeline_send_wait) msg.sends.push_back({meta, forward_pass, sent});
+  else st.program.free(meta, s);
+}
+
+// The forward output a stage partitioned, rebuilt before the micro-batch's backward
+// (pipe/engine.py:650-657 at v0.5.4: PartitionedTensor.from_meta, whose meta.tolist() waits for the
+// GPU, then full(): this rank's slice copied into its place of a new full buffer and an all-gather
+// over the tensor group, deepspeed/runtime/utils.py:693-721). tandem's backward does not read it:
+// it is freed after the pass, as the engine frees it (engine.py:682-685).
+BufferId StepGenerator::rebuild_output(StepState& st, PipeMessages& msg, int chunk, int layer, int mb) const {
+  const auto it = msg.kept.find({chunk, mb});
+  if (it == msg.kept.end()) return kNoId;
+  const BufferId part = it->second;
+  msg.kept.erase(it);
+  const int64_t bytes = st.program.buffer_at(part).bytes;  // (a reference would not outlive new buffers)
+  const DType dtype = st.program.buffer_at(part).dtype;
+  const BufferId full = st.program.buffer(st.buffer_name("y_full", layer, mb), bytes * st.dims.tp, dtype,
+                                          BufferRole::kActivation);
+  st.program.alloc(full, Stream::kCompute);
+  const BufferId mine = st.program.view(full, bytes * st.coord.tp, bytes, dtype, "y_full/tp_slice");
+  st.program.copy(CopyDirection::kD2D, part, mine, Stream::kCompute);
+  st.program.free(part, Stream::kCompute);
+  st.tp_collective(CollectiveOp::kAllGather, mine, full, bytes * st.dims.tp, Phase::kBackward, layer, mb,
+                   ReduceOp::kSum, dtype, {st.program.last_on(Stream::kCompute)});
+  return full;
 }
 
 void StepGenerator::forward(StepState& st, PipeMessages& msg, int chunk, int mb) const {
@@ -213,13 +299,14 @@ void StepGenerator::forward(StepState& st, PipeMessages& msg, int chunk, int mb)
     }
     release_params_after(st, u, true);
   }
-  if (x != kNoId) send(st, msg.sends, x, true, mb);  // not the last virtual stage: hand the activations on
+  if (x != kNoId) send(st, msg, x, true, chunk, mb);  // not the last virtual stage: hand the activations on
 }
 
 void StepGenerator::backward(StepState& st, PipeMessages& msg, int chunk, int mb) const {
   const StepDims& d = st.dims;
   const std::vector<int> units = st.chunk_units(chunk);
   BufferId g = kNoId;
+  BufferId rebuilt = kNoId;  // software.pipeline_partitioned_tensor: the forward output, gathered back
   if (!receives(st, false, chunk)) wait_sends(st, msg.sends, false);
   for (auto it = units.rbegin(); it != units.rend(); ++it) {
     const int u = *it;
@@ -232,6 +319,7 @@ void StepGenerator::backward(StepState& st, PipeMessages& msg, int chunk, int mb
       if (g == kNoId) {  // the gradient comes from the next virtual stage
         const Received r = take_receive(st, msg, false, chunk, mb);
         wait_sends(st, msg.sends, false);
+        rebuilt = rebuild_output(st, msg, chunk, pu.layer, mb);
         g = gather_received(st, r, false, pu.layer, mb);
       }
       LayerActs a = st.take_layer(chunk, mb);
@@ -244,7 +332,8 @@ void StepGenerator::backward(StepState& st, PipeMessages& msg, int chunk, int mb
     release_params_after(st, u, false);
     after_unit_backward(st, u, mb);
   }
-  if (g != kNoId) send(st, msg.sends, g, false, mb);
+  st.release(rebuilt);  // freed after the pass (engine.py:682-685), before the gradient's send
+  if (g != kNoId) send(st, msg, g, false, chunk, mb);
 }
 
 Program StepGenerator::generate(int rank) const {
@@ -298,7 +387,7 @@ Program StepGenerator::generate(int rank) const {
   }
   // Sends still pending (the last exchange, or an interleaved schedule's last forward send with
   // overlap_p2p_comm, whose handle Megatron-Core never waits) are waited for before the optimizer.
-  for (const PendingSend& p : msg.sends) st.program.free(p.buffer, Stream::kCompute);
+  for (const PendingSend& p : msg.sends) st.program.free(p.buffer, Stream::kCompute, {p.also});
   emit_optimizer(st);
   return std::move(st.program).finish();
 }

@@ -152,6 +152,7 @@ std::string scenario_canonical_text(const Scenario& s) {
   if (sw.pipeline_send_wait) t.add("software.pipeline_send_wait", sw.pipeline_send_wait);
   if (sw.overlap_p2p_comm) t.add("software.overlap_p2p_comm", sw.overlap_p2p_comm);
   if (sw.pipeline_scatter_gather) t.add("software.pipeline_scatter_gather", sw.pipeline_scatter_gather);
+  if (sw.pipeline_partitioned_tensor) t.add("software.pipeline_partitioned_tensor", sw.pipeline_partitioned_tensor);
 
   t.add("seed", uint64_t{s.seed});
   return t.take();

@@ -378,6 +378,20 @@ TEST(SoftwareSchedule, PipelineSendWaitHoldsTheNextPass) {
   EXPECT_FALSE(tiny({"software.preset=megatron-lm-2022"}).software.overlap_p2p_comm);
 }
 
+// The tiny GPT in tp 2 x pp 2, 1F1B, fp16 under software preset `preset`, with `extra` settings.
+Schedule tp2_pp2(const std::string& preset, const std::vector<std::string>& extra) {
+  std::vector<std::string> sets = {"cluster.gpus=4", "strategy.tp=2", "strategy.pp=2", "strategy.pp_schedule=1f1b",
+                                   "strategy.dtype=fp16", "software.preset=" + preset};
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  return Schedule(tiny(sets));
+}
+
+// A pipeline message's gather: a tensor-group all-gather from a view of its output buffer.
+bool gathers_a_slice(const Schedule& s, const Program& p, const Collective* c) {
+  return c != nullptr && c->op == CollectiveOp::kAllGather && s.group(c->group).kind == GroupKind::kTp &&
+         c->buffers.size() == 2 && p.buffers[c->buffers[0]].view_of == c->buffers[1];
+}
+
 // software.pipeline_scatter_gather: Megatron-LM v3.0 (megatron/p2p_communication.py:63-73,
 // :96-103, :142-157 at d898a8991d1a08d29074f87819d1bf41517e35f5) sends each pipeline message as
 // this tensor rank's 1/tp slice of its elements (split_tensor_into_1d_equal_chunks, a view:
@@ -395,10 +409,7 @@ TEST(SoftwareSchedule, PipelineScatterGatherSendsATensorSlice) {
     std::vector<Phase> gather_phase;
   };
   auto seen = [](const std::vector<std::string>& extra, int rank) {
-    std::vector<std::string> sets = {"cluster.gpus=4", "strategy.tp=2", "strategy.pp=2", "strategy.pp_schedule=1f1b",
-                                     "strategy.dtype=fp16", "software.preset=megatron-lm-2022"};
-    sets.insert(sets.end(), extra.begin(), extra.end());
-    const Schedule s(tiny(sets));
+    const Schedule s = tp2_pp2("megatron-lm-2022", extra);
     const Program p = s.program(rank);
     Seen out;
     for (const Task& t : p.tasks) {
@@ -406,9 +417,7 @@ TEST(SoftwareSchedule, PipelineScatterGatherSendsATensorSlice) {
         out.sent.push_back(m->bytes);
         out.offsets.push_back(p.buffers[m->buffer].view_of == kNoId ? -1 : p.buffers[m->buffer].view_offset_bytes);
       }
-      if (const Collective* c = std::get_if<Collective>(&t.op);
-          c && c->op == CollectiveOp::kAllGather && s.group(c->group).kind == GroupKind::kTp && c->buffers.size() == 2 &&
-          p.buffers[c->buffers[0]].view_of == c->buffers[1]) {
+      if (const Collective* c = std::get_if<Collective>(&t.op); gathers_a_slice(s, p, c)) {
         out.gathered.push_back(c->bytes);
         out.gather_phase.push_back(c->phase);
       }
@@ -444,6 +453,72 @@ TEST(SoftwareSchedule, PipelineScatterGatherSendsATensorSlice) {
   EXPECT_TRUE(tiny({"software.preset=megatron-lm-2022"}).software.pipeline_scatter_gather);
   EXPECT_FALSE(tiny({"software.preset=megatron-core-0.8"}).software.pipeline_scatter_gather);
   EXPECT_FALSE(tiny({"software.preset=deepspeed-megatron-2021"}).software.pipeline_scatter_gather);
+}
+
+// software.pipeline_partitioned_tensor: DeepSpeed's PipelineEngine at v0.5.4
+// (bc7778ea5b6018c4982816a1bf4d11fb46eb111f; docs/software.md) with tp > 1 sends every activation
+// and gradient as PartitionedTensor(to_meta(), data()): a meta message (a long tensor
+// [ndims, *size, num_parts, rank, *partition], deepspeed/runtime/utils.py:723-738) and a clone of
+// this rank's 1/tp of the elements (utils.py:682-692), each a synchronous p2p.send
+// (pipe/engine.py:867-871, :913-916); the receiver all-gathers before its pass (:565-574, :664-670,
+// utils.py:693-721); the stage that sent an activation keeps only its slice and all-gathers its
+// output back before that micro-batch's backward (:650-657).
+// tiny-gpt fp16, tp 2 x pp 2, 1F1B, 4 micro-batches of 2 x 32 = 64 tokens of hidden 64:
+//  - a message is 64 x 64 x 2 B = 8192 B; its slice 8192 / 2 = 4096 B, a buffer of its own (not a
+//    view: the clone), copied from the message on the device; meta 8 x (1 + 3 + 2 + 2 + 1) = 72 B;
+//  - every send is [72, 4096] a message: stage 0's 4 activations, stage 1's 4 gradients; every
+//    receive the same;
+//  - tensor-group all-gathers of 8192 B into the received or rebuilt buffer: stage 1 gathers 4
+//    activations (forward phase); stage 0 gathers 4 gradients and rebuilds 4 outputs (backward);
+//  - device copies: one clone per send (4 each stage) and, on stage 0, the kept slice copied into
+//    its place of the rebuilt output (4);
+//  - the field off: 8192 B sends, no gathers, no copies added (what the preset did before).
+// Megatron's scatter/gather with it is refused; the preset sets it.
+TEST(SoftwareSchedule, DeepSpeedPartitionedTensorSendsMetaAndASlice) {
+  struct Seen {
+    std::vector<int64_t> sent, received, sent_offsets;
+    std::vector<int64_t> gathered;
+    std::vector<Phase> gather_phase;
+    int copies = 0;
+  };
+  auto seen = [](const std::vector<std::string>& extra, int rank) {
+    const Schedule s = tp2_pp2("deepspeed-megatron-2021", extra);
+    const Program p = s.program(rank);
+    Seen out;
+    for (const Task& t : p.tasks) {
+      if (const SendRecv* m = std::get_if<SendRecv>(&t.op)) {
+        (m->is_send ? out.sent : out.received).push_back(m->bytes);
+        if (m->is_send) out.sent_offsets.push_back(p.buffers[m->buffer].view_of == kNoId ? -1 : 0);
+      }
+      if (const Copy* c = std::get_if<Copy>(&t.op); c && c->direction == CopyDirection::kD2D) ++out.copies;
+      if (const Collective* c = std::get_if<Collective>(&t.op); gathers_a_slice(s, p, c)) {
+        out.gathered.push_back(c->bytes);
+        out.gather_phase.push_back(c->phase);
+      }
+    }
+    return out;
+  };
+  std::vector<int64_t> pairs;
+  for (int i = 0; i < 4; ++i) pairs.insert(pairs.end(), {72, 4096});
+  for (int rank : {0, 1, 2, 3}) {
+    const bool first_stage = rank < 2;
+    const Seen on = seen({}, rank);
+    const Seen off = seen({"software.pipeline_partitioned_tensor=false"}, rank);
+    EXPECT_EQ(on.sent, pairs) << rank;
+    EXPECT_EQ(on.received, pairs) << rank;
+    EXPECT_EQ(on.sent_offsets, std::vector<int64_t>(8, -1)) << rank;
+    EXPECT_EQ(on.gathered, std::vector<int64_t>(first_stage ? 8 : 4, 8192)) << rank;
+    for (Phase ph : on.gather_phase) EXPECT_EQ(ph, first_stage ? Phase::kBackward : Phase::kForward) << rank;
+    EXPECT_EQ(on.copies - off.copies, first_stage ? 8 : 4) << rank;
+    EXPECT_EQ(off.sent, std::vector<int64_t>(4, 8192)) << rank;
+    EXPECT_TRUE(off.gathered.empty()) << rank;
+  }
+  // The program runs on the reference executor (every message matched, no buffer used freed).
+  EXPECT_NO_THROW(run_reference(tp2_pp2("deepspeed-megatron-2021", {}), [](int, const Program&, const Task&) { return 1.0; }));
+  const std::string both = error_of({"software.preset=megatron-lm-2022", "software.pipeline_partitioned_tensor=true"});
+  EXPECT_TRUE(contains(both, "software.pipeline_partitioned_tensor")) << both;
+  EXPECT_TRUE(tiny({"software.preset=deepspeed-megatron-2021"}).software.pipeline_partitioned_tensor);
+  EXPECT_FALSE(tiny({"software.preset=megatron-lm-2022"}).software.pipeline_partitioned_tensor);
 }
 
 TEST(SoftwareSchedule, OptimizerAllReducesOverTheModelParallelGroup) {

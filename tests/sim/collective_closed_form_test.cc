@@ -100,6 +100,35 @@ TEST(CollectiveClosedForm, RingOverOneGpuPerNode) {
     }
 }
 
+// The data-parallel layouts of Megatron-Core's 16B and 32B rows (tp 4 and tp 8, dp 48; docs/accuracy.md
+// section 19): with tensor parallelism the fastest axis, GPU r of every node is in data-parallel group
+// r % tp, so at tp 8 a node holds one member of each of 8 groups and at tp 4 two members (GPUs r and
+// r + 4) of each of 4. Every group reduce-scatters B at once, as every tensor rank does in the last
+// micro-batch's backward. Each GPU has its own NIC (rails), a ring with k members a node runs one
+// channel per member's NIC carrying B/k, and the groups share no NIC:
+//   tp 8 (N members, one a node):     (N-1)/N   * B / nic       + (N-1)  alpha
+//   tp 4 (2N' members, two a node):   (M-1)/M   * B / (2 nic)   + (M-1)  alpha,  M = 2N'
+// so for the same B a GPU, the one-member-a-node layout moves twice the bytes through each NIC
+// (4 nodes here: 3/4 against 7/16 of B / nic).
+TEST(CollectiveClosedForm, ConcurrentDataParallelRingsOnRails) {
+  const int nodes = 4, world = nodes * 8;
+  for (const SimOptions& o : all_paths())
+    for (int tp : {8, 4}) {
+      std::vector<std::vector<int>> groups(static_cast<size_t>(tp));
+      for (int g = 0; g < world; ++g) groups[size_t(g % tp)].push_back(g);
+      Schedule s = make_schedule(test_cluster(world), world, groups, [tp](int rank) {
+        ProgramWriter w(rank);
+        w.collective(CollectiveOp::kReduceScatter, GroupId(rank % tp), kBytes);
+        return w.p;
+      });
+      const SimResult r = simulate(s, o);
+      EXPECT_FALSE(r.oom);
+      const int members = world / tp, per_node = 8 / tp;
+      const double want = double(members - 1) / members * kBytes / (per_node * kNic) + (members - 1) * kAlphaNet;
+      expect_within_1pct(r.iteration_time_s, want, "tp " + std::to_string(tp));
+    }
+}
+
 TEST(CollectiveClosedForm, AllToAll) {
   for (const SimOptions& o : all_paths()) {
     for (int n : {2, 4, 8}) {  // every GPU's NVLink port carries (n-1)/n * B each way

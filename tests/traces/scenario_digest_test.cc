@@ -129,6 +129,8 @@ std::vector<Mutation> software_mutations() {
       {"software.overlap_p2p_comm", [](Scenario& s) { s.software.overlap_p2p_comm = !s.software.overlap_p2p_comm; }},
       {"software.pipeline_scatter_gather",
        [](Scenario& s) { s.software.pipeline_scatter_gather = !s.software.pipeline_scatter_gather; }},
+      {"software.pipeline_partitioned_tensor",
+       [](Scenario& s) { s.software.pipeline_partitioned_tensor = !s.software.pipeline_partitioned_tensor; }},
   };
 }
 
