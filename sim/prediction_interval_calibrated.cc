@@ -88,9 +88,16 @@ HostBenchResiduals HostBenchResiduals::parse(const std::string& text, const std:
   return t;
 }
 
-const HostBenchResiduals& HostBenchResiduals::builtin() {
-  static const HostBenchResiduals table = parse_compiled_in(&HostBenchResiduals::parse, host_twin_residuals_tsv(), "traces/calibration/host_twin_residuals.tsv (compiled in)");
-  return table;
+const char* HostBenchResiduals::builtin_file(bool scaled) {
+  return scaled ? "traces/calibration/host_twin_residuals_scaled.tsv" : "traces/calibration/host_twin_residuals.tsv";
+}
+
+const HostBenchResiduals& HostBenchResiduals::builtin(bool scaled) {
+  static const HostBenchResiduals plain = parse_compiled_in(
+      &HostBenchResiduals::parse, host_twin_residuals_tsv(), std::string(builtin_file(false)) + " (compiled in)");
+  static const HostBenchResiduals state = parse_compiled_in(
+      &HostBenchResiduals::parse, host_twin_residuals_scaled_tsv(), std::string(builtin_file(true)) + " (compiled in)");
+  return scaled ? state : plain;
 }
 
 CalibratedInterval calibrated_interval(double t_s, const std::vector<CalibrationRunSpread>& runs,

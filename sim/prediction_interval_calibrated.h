@@ -25,7 +25,10 @@
 //      q10, q50, q90 of measured / predicted over every configuration of those runs, each
 //      predicted from a profile its measured run was not part of. They hold the model's error on
 //      configurations other than the calibration's and the machine's noise when they were
-//      measured.
+//      measured. A prediction scaled to the machine's state (`tandem sim --state-probe`) takes
+//      the residuals of scaled predictions instead (traces/calibration/host_twin_residuals_scaled.tsv,
+//      the bench's `state pred` column, fit the same way with --scaled): its error is not the plain
+//      prediction's (docs/exec.md "Session 15").
 // Combination: each of (a) and (b) alone estimates the whole q10..q90 deviation of a prediction,
 // (b) under the bench's conditions, (a) from this calibration's noise only. The wider one is
 // kept on each side, so a calibration run on a noisier machine than the bench's widens the
@@ -74,8 +77,11 @@ struct HostBenchResiduals {
   // one data line, rows >= 1, 0 < q10 <= q50 <= q90. Error (bad input) naming `origin`, the line
   // and the field otherwise.
   static HostBenchResiduals parse(const std::string& text, const std::string& origin);
-  // traces/calibration/host_twin_residuals.tsv as compiled in (parsed once).
-  static const HostBenchResiduals& builtin();
+  // traces/calibration/host_twin_residuals.tsv as compiled in (parsed once); with `scaled`, the
+  // residuals of predictions scaled to the state probe, host_twin_residuals_scaled.tsv.
+  static const HostBenchResiduals& builtin(bool scaled = false);
+  // The compiled-in table's file, as the evidence names it.
+  static const char* builtin_file(bool scaled);
 };
 
 struct CalibratedInterval {
@@ -89,7 +95,9 @@ struct CalibratedInterval {
 CalibratedInterval calibrated_interval(double t_s, const std::vector<CalibrationRunSpread>& runs,
                                        const HostBenchResiduals& bench);
 
-// The text of traces/calibration/host_twin_residuals.tsv as compiled in.
+// The text of traces/calibration/host_twin_residuals.tsv and host_twin_residuals_scaled.tsv as
+// compiled in.
 const char* host_twin_residuals_tsv();
+const char* host_twin_residuals_scaled_tsv();
 
 }  // namespace tandem::sim

@@ -36,7 +36,7 @@ void finalize_metrics(SimResult& r, const Scenario& sc, const CalibrationTable* 
   r.interval_spread_half_width = -1;
   r.interval_calibration_runs = 0;
   if (calibration && calibration->host_profile() && sc.cluster.preset == "host") {
-    const CalibratedInterval c = calibrated_interval(t, calibration->runs(), HostBenchResiduals::builtin());
+    const CalibratedInterval c = calibrated_interval(t, calibration->runs(), HostBenchResiduals::builtin(calibration->has_state()));
     if (!r.oom) iv = c.interval;
     r.interval_evidence = c.evidence;
     r.interval_spread_half_width = c.spread_half_width;

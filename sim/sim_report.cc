@@ -39,14 +39,15 @@ namespace {
 std::string interval_evidence_text(const SimResult& r) {
   if (r.interval_evidence == IntervalEvidence::kReferenceResiduals)
     return "from each cost component's residuals on the reference data, docs/sim.md";
-  const HostBenchResiduals& bench = HostBenchResiduals::builtin();
+  const bool scaled = r.state_communication_ratio > 0;  // a --state-probe prediction: its own residuals
+  const HostBenchResiduals& bench = HostBenchResiduals::builtin(scaled);
   std::string s = "evidence " + std::string(interval_evidence_name(r.interval_evidence)) + ": ";
   if (r.interval_spread_half_width >= 0)
     s += "the " + std::to_string(r.interval_calibration_runs) + " calibration run" +
          (r.interval_calibration_runs == 1 ? "'s" : "s'") + " spread +-" +
          format_number("%.1f", 100 * r.interval_spread_half_width) + " % and ";
-  s += "the host twin bench's residuals (" + std::to_string(bench.rows) +
-       " rows, traces/calibration/host_twin_residuals.tsv), the wider per side";
+  s += "the host twin bench's residuals (" + std::to_string(bench.rows) + " rows, " +
+       HostBenchResiduals::builtin_file(scaled) + "), the wider per side";
   if (r.state_communication_ratio > 0)
     s += "; costs scaled to the machine's state now (state probe: communication x" +
          format_number("%.3f", r.state_communication_ratio) + ", Allocs/Frees x" +
@@ -172,7 +173,7 @@ void write_json(std::ostream& out, const Schedule& schedule, const SimResult& r)
     j.key("evidence").string(interval_evidence_name(r.interval_evidence));
     j.key("calibration_runs").integer(r.interval_calibration_runs);
     if (r.interval_spread_half_width >= 0) num("calibration_spread_half_width", r.interval_spread_half_width);
-    const HostBenchResiduals& bench = HostBenchResiduals::builtin();
+    const HostBenchResiduals& bench = HostBenchResiduals::builtin(r.state_communication_ratio > 0);
     j.key("host_bench_residuals").begin_object().key("rows").integer(bench.rows);
     num("q10", bench.q10);
     num("q50", bench.q50);

@@ -24,7 +24,9 @@ time lies in t [q50 - max(q50 - q10, h), q50 + max(q90 - q50, h)] held to includ
 (`tandem sim --state-probe`, the bench's `state pred` column, rows.json state_predicted_s) instead
 of the plain ones: measured / state-predicted over the rows that have one (the 1-rank row has no
 probe), and with --held-out their leave-one-run-out coverage. Without --out it prints the table and
-writes nothing (docs/exec.md "Session 14": scaling is not the default, so no prediction reads it).
+writes nothing; --out traces/calibration/host_twin_residuals_scaled.tsv writes the table compiled in
+for the interval of a `tandem sim --state-probe` prediction (docs/exec.md "Session 15": fit on bench
+runs of one build whose calibration probes were taken alone before each calibration run).
 """
 import argparse, json, math, os, subprocess, sys, time
 
@@ -97,7 +99,8 @@ def held_out(runs_json, names, scaled):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dirs", nargs="+", help="output directories of tests/bench/host_twin_error.py runs")
-    ap.add_argument("--out", default=None, help="the table to write (default: host_twin_residuals.tsv; none with --scaled)")
+    ap.add_argument("--out", default=None, help="the table to write (default: host_twin_residuals.tsv; none with --scaled: "
+                    "name host_twin_residuals_scaled.tsv)")
     ap.add_argument("--scaled", action="store_true", help="the residuals of the predictions scaled to the state probe")
     ap.add_argument("--note", default="", help="a line for the header (what the machine was doing)")
     ap.add_argument("--held-out", action="store_true", help="also the leave-one-run-out coverage of the interval")

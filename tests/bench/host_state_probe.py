@@ -14,8 +14,20 @@ split into a fast and a slow group (iteration below / above the midpoint of min 
 PROFILE (a host profile of the same configuration, made in either state), plain and scaled to the
 probe taken before the run (`tandem sim --state-probe`), against the run's measured iteration time:
 whether scaling to the probe helps when the state changed between the calibration and the run.
+
+  tests/bench/host_state_probe.py --tracking DIR [DIR ...]
+
+--tracking: over the rows of earlier tests/bench/host_twin_error.py runs (DIR/rows.json, the rows with
+a probe), how well the probe's ratio follows the measured move, for each way of taking the
+calibration's probe: alone before each calibration run, and the runs' own after their steps (each
+bench row holds its scaled prediction against both: state_predicted_s against the profile's,
+state_other_reference_predicted_s against the other). Per row, y = measured / plain prediction (how
+far the iteration moved from the calibration's state, as the plain model sees it) and x = scaled /
+plain (the move the probe's ratio predicts). Prints Spearman(x, y) and the explained share
+1 - sum ln(y / x)^2 / sum ln(y)^2: the share of the plain predictions' squared log error that the
+scaling removes (1: all of it; 0: none; below 0: it adds error).
 """
-import argparse, json, os, statistics, subprocess, sys, tempfile
+import argparse, json, math, os, statistics, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = os.path.join(ROOT, "scenarios", "tiny-gpt.textproto")
@@ -74,6 +86,37 @@ def predict(a):
           f"{100 * max(abs(x) for x in errs):.1f} % / {100 * max(abs(x) for x in serrs):.1f} %")
 
 
+def tracking(dirs):
+    xs = {"alone": [], "after": []}
+    ys = {"alone": [], "after": []}
+    runs = 0
+    for d in dirs:
+        j = json.load(open(os.path.join(d, "rows.json")))
+        own = j.get("calibration_probe")
+        if own is None:
+            print(f"{d}: written before the alone probe (no calibration_probe): skipped")
+            continue
+        runs += 1
+        other = "after" if own == "alone" else "alone"
+        for r in j["rows"]:
+            y = r["measured_s"] / r["predicted_s"]
+            for src, key in ((own, "state_predicted_s"), (other, "state_other_reference_predicted_s")):
+                if r.get(key):
+                    xs[src].append(r[key] / r["predicted_s"])
+                    ys[src].append(y)
+    for src in ("alone", "after"):
+        x, y = xs[src], ys[src]
+        if len(x) < 3:
+            print(f"calibration probe {src}: {len(x)} rows, too few")
+            continue
+        plain = sum(math.log(v) ** 2 for v in y)
+        left = sum(math.log(v / u) ** 2 for u, v in zip(x, y))
+        med = lambda v: 100 * statistics.median(abs(e) for e in v)
+        print(f"calibration probe {src}: {len(x)} rows of {runs} runs; Spearman(probe's move, measured move) "
+              f"{spearman(x, y):+.2f}; explained share {1 - left / plain:+.2f}; median |error| plain "
+              f"{med([1 / v - 1 for v in y]):.1f} %, scaled {med([u / v - 1 for u, v in zip(x, y)]):.1f} %")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
@@ -83,7 +126,10 @@ def main():
     ap.add_argument("--out", default="")
     ap.add_argument("--predict", default="")
     ap.add_argument("--profile", default="")
+    ap.add_argument("--tracking", nargs="+", default=[])
     a = ap.parse_args()
+    if a.tracking:
+        return tracking(a.tracking)
     if a.predict:
         return predict(a)
     rt = ["chrt", "-f", "1"] if a.realtime else []

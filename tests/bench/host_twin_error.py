@@ -23,6 +23,14 @@ ratio; docs/exec.md sessions 13 and 14): columns `state pred` and `state err`, a
 ratios. Not the default prediction (session 14: it helps where the state changed and hurts where
 it did not). --no-state-probe leaves it out.
 
+The calibration's side of that ratio is taken the same way (session 15): `tandem run --probe-state`
+alone right before each calibration run, given to `tandem calibrate --state-probe` (the profile's
+state is their median). --calibration-probe after takes the runs' own probes instead (after their
+steps, in the same processes: sessions 13-14). Each row is also scaled against the other one (the
+probe file's fields times alone / after, so that the ratio is now / after with the same profile):
+column `after err` and rows.json's state_after_predicted_s, for tests/bench/host_state_probe.py
+--tracking, which compares how well each ratio follows the measured move.
+
 Each row also gives the prediction interval `tandem sim` printed (its 80 % band,
 sim/prediction_interval_calibrated.h) and whether the measured time fell inside; DIR/rows.json keeps
 every row (predicted, measured, interval, evidence, load) for tests/bench/fit_host_twin_residuals.py.
@@ -96,6 +104,31 @@ def probe_state(b, ranks, path):
     return path
 
 
+PROBE_FIELDS = ["allreduce_256b_s", "allreduce_16kib_s", "zero_fill_1mib_s", "compute_s"]
+
+
+def read_probe(path):
+    out = {}
+    for line in open(path):
+        k, v = line.rstrip("\n").split("\t")
+        out[k] = float(v)
+    return out
+
+
+def field_medians(probes):
+    return {f: statistics.median(p[f] for p in probes) for f in PROBE_FIELDS}
+
+
+def rebased_probe(now_path, alone, after, path):
+    """The probe file whose ratio to `alone` (the profile's) is now / `after`: scaling by it is scaling
+    against the calibration runs' own probes with the same profile."""
+    now = read_probe(now_path)
+    with open(path, "w") as f:
+        for k, v in now.items():
+            f.write(f"{k}\t{v * alone[k] / after[k] if k in PROBE_FIELDS else int(v)}\n")
+    return path
+
+
 def per_task_median_error(b, predicted, measured, out):
     j = json.loads(sh([os.path.join(b, "tandem-compare"), predicted, measured, "-o",
                        os.path.join(out, "compare.html"), "--json"]))
@@ -122,6 +155,8 @@ def main():
     ap.add_argument("--rt-priority", type=int, default=1, help="the SCHED_FIFO priority of --realtime")
     ap.add_argument("--calibration-runs", type=int, default=3, help="calibrate over this many runs")
     ap.add_argument("--no-state-probe", action="store_true", help="no prediction for the machine's state now")
+    ap.add_argument("--calibration-probe", choices=["alone", "after"], default="alone",
+                    help="the profile's state: probes taken alone before the calibration runs, or the runs' own")
     a = ap.parse_args()
     if a.realtime:
         REALTIME[:] = ["chrt", "-f", str(a.rt_priority)]
@@ -129,16 +164,19 @@ def main():
     os.makedirs(out, exist_ok=True)
     cores = os.cpu_count() or 1
     name, ranks, extra = CALIBRATION
-    cal_traces, cal_runs = [], []
+    cal_traces, cal_runs, cal_probes = [], [], []
     for i in range(max(1, a.calibration_runs)):
+        if not a.no_state_probe:  # the probe alone right before the run, as a prediction's
+            cal_probes.append(probe_state(a.bin, ranks, os.path.join(out, f"calibration{i + 1}.state-probe.txt")))
         cal, cal_trace = run(a.bin, name + f"-calibration{i + 1 if i else ''}", ranks, extra, a.steps, out)
         cal_traces.append(cal_trace)
         cal_runs.append(cal)
     cal_ms = " / ".join(f"{c['iteration_time_s'] * 1e3:.2f}" for c in cal_runs)
     cal_iqr = " / ".join(f"{100 * c['steady_state']['relative_iqr']:.1f}" for c in cal_runs)
     profile = os.path.join(out, "host-profile.pb")
+    alone_args = [x for f in cal_probes for x in ("--state-probe", f)] if a.calibration_probe == "alone" else []
     p = subprocess.run(REALTIME + [os.path.join(a.bin, "tandem-calibrate")] + cal_traces + [TINY] + sets_of(ranks, extra) +
-                       ["-o", profile], capture_output=True, text=True, timeout=900)
+                       ["-o", profile] + alone_args, capture_output=True, text=True, timeout=900)
     if p.returncode != 0:
         raise RuntimeError("tandem-calibrate: " + p.stderr.strip()[-800:])
     sys.stdout.write("".join(l + "\n" for l in p.stdout.splitlines()[1:]) + p.stderr)
@@ -146,11 +184,15 @@ def main():
           f"steady-state IQR {cal_iqr} %; {cores} cores; placement "
           f"{cal['placement']}; {f'SCHED_FIFO {a.rt_priority}' if a.realtime else 'default scheduling'}; load average "
           f"{os.getloadavg()[0]:.1f}")
+    after = field_medians([c["state_probe"] for c in cal_runs]) if not a.no_state_probe else None
+    alone = field_medians([read_probe(f) for f in cal_probes]) if cal_probes else None
+    profile_probe = alone if a.calibration_probe == "alone" else after
     only = set(a.only.split(",")) if a.only else None
     rows = []
     records = []
     print(f"{'config':<15} {'ranks':>5} {'predicted':>11} {'measured':>11} {'error':>8} {'IQR':>6} {'task med':>9} "
-          f"{'80 % interval':>19} {'in':>3} {'load':>5} {'state pred':>11} {'state err':>9} {'comm x':>6} {'mem x':>6}")
+          f"{'80 % interval':>19} {'in':>3} {'load':>5} {'state pred':>11} {'state err':>9} {'comm x':>6} {'mem x':>6} "
+          f"{'after err':>9} {'state task':>10}")
     evidence = set()
     for name, ranks, extra in CONFIGS:
         if only and name not in only:
@@ -161,47 +203,64 @@ def main():
         pj, ptrace = predict(a.bin, name, ranks, extra, profile, out)  # the prediction first
         pred = pj["iteration_time_s"]
         lo, hi = pj["iteration_time_interval_s"]
-        spred, sratio = None, {}
+        spred, sratio, strace, apred = None, {}, None, None
         if not a.no_state_probe and ranks >= 2:  # a probe needs two ranks
-            sj, _ = predict(a.bin, name, ranks, extra, profile, out,
-                            probe_state(a.bin, ranks, os.path.join(out, name + ".state-probe.txt")))
+            now = probe_state(a.bin, ranks, os.path.join(out, name + ".state-probe.txt"))
+            sj, strace = predict(a.bin, name, ranks, extra, profile, out, now)
             spred = sj["iteration_time_s"]
             sratio = sj["prediction_interval"].get("state_probe", {})
+            # The same row scaled against the other calibration probe (alone <-> after its steps).
+            other = after if a.calibration_probe == "alone" else alone
+            if other:
+                aj, _ = predict(a.bin, name + ".other-reference", ranks, extra, profile, out,
+                                rebased_probe(now, profile_probe, other, os.path.join(out, name + ".state-probe-other.txt")))
+                apred = aj["iteration_time_s"]
         evidence.add(pj["prediction_interval"].get("evidence", "reference-residuals"))
         meas, mtrace = run(a.bin, name, ranks, extra, a.steps, out)
         m = meas["iteration_time_s"]
         err = (pred - m) / m
         task = per_task_median_error(a.bin, ptrace, mtrace, out)
+        stask = per_task_median_error(a.bin, strace, mtrace, out) if strace else None
         iqr = meas["steady_state"]["relative_iqr"]
         inside = lo <= m <= hi
         load = os.getloadavg()[0]
         serr = (spred - m) / m if spred else None
-        rows.append((name, err, task, inside, serr))
+        aerr = (apred - m) / m if apred else None
+        rows.append((name, err, task, inside, serr, stask))
         records.append({"config": name, "ranks": ranks, "predicted_s": pred, "measured_s": m, "measured_relative_iqr": iqr,
                         "interval_s": [lo, hi], "evidence": pj["prediction_interval"].get("evidence", "reference-residuals"),
                         "per_task_median_error": task, "load": load, "state_predicted_s": spred,
-                        "state_ratios": sratio, "state_probe_in_run": meas.get("state_probe")})
+                        "state_ratios": sratio, "state_probe_in_run": meas.get("state_probe"),
+                        "state_per_task_median_error": stask,
+                        # the scaled prediction against the other calibration probe (the profile's is
+                        # calibration_probe): alone <-> after its steps
+                        "state_other_reference_predicted_s": apred})
         print(f"{name:<15} {ranks:>5} {pred*1e3:>8.2f} ms {m*1e3:>8.2f} ms {100*err:>+7.1f}% {100*iqr:>5.1f}% "
               f"{100*task:>+8.1f}% {lo*1e3:>7.2f} .. {hi*1e3:>6.2f} ms {'yes' if inside else 'no':>3} {load:>5.1f}" +
               (f" {spred*1e3:>8.2f} ms {100*serr:>+8.1f}% {sratio.get('communication_ratio', 0):>6.3f} "
-               f"{sratio.get('memory_ratio', 0):>6.3f}" if spred else ""), flush=True)
-    others = [abs(e) for n, e, _, _, _ in rows if n != CALIBRATION[0]]
-    own = [abs(e) for n, e, _, _, _ in rows if n == CALIBRATION[0]]
+               f"{sratio.get('memory_ratio', 0):>6.3f}" if spred else "") +
+              (f" {100*aerr:>+8.1f}%" if apred else "") + (f" {100*stask:>+9.1f}%" if stask is not None else ""),
+              flush=True)
+    others = [abs(e) for n, e, _, _, _, _ in rows if n != CALIBRATION[0]]
+    own = [abs(e) for n, e, _, _, _, _ in rows if n == CALIBRATION[0]]
     if own:
         print(f"own calibration configuration (a second run): |error| {100*own[0]:.1f} %")
     if others:
         print(f"other configurations ({len(others)}): median |error| {100*statistics.median(others):.1f} %, "
               f"worst {100*max(others):.1f} %")
-    tasks = [abs(t) for _, _, t, _, _ in rows if t == t]
+    tasks = [abs(t) for _, _, t, _, _, _ in rows if t == t]
     if tasks:
         print(f"per-task median error: median over configurations {100*statistics.median(tasks):.1f} %")
-    sothers = [abs(se) for n, _, _, _, se in rows if n != CALIBRATION[0] and se is not None]
-    sown = [abs(se) for n, _, _, _, se in rows if n == CALIBRATION[0] and se is not None]
+    sothers = [abs(se) for n, _, _, _, se, _ in rows if n != CALIBRATION[0] and se is not None]
+    sown = [abs(se) for n, _, _, _, se, _ in rows if n == CALIBRATION[0] and se is not None]
     if sown:
         print(f"  for the state probed now: own |error| {100*sown[0]:.1f} %", end="")
     if sothers:
         print(f"; other configurations ({len(sothers)}): median |error| {100*statistics.median(sothers):.1f} %, "
               f"worst {100*max(sothers):.1f} %", end="")
+    stasks = [abs(t) for *_, t in rows if t is not None and t == t]
+    if stasks:
+        print(f"; per-task median {100*statistics.median(stasks):.1f} %", end="")
     if sown or sothers:
         print()
     if rows:
@@ -213,6 +272,8 @@ def main():
                    "calibration_iteration_s": [c["iteration_time_s"] for c in cal_runs],
                    "calibration_relative_iqr": [c["steady_state"]["relative_iqr"] for c in cal_runs],
                    "calibration_state_probe": [c.get("state_probe") for c in cal_runs],
+                   "calibration_state_probe_alone": [read_probe(f) for f in cal_probes],
+                   "calibration_probe": a.calibration_probe, "profile_state_probe": profile_probe,
                    "rows": records}, f, indent=1)
     print(f"files in {out}")
 

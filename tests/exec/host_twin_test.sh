@@ -5,8 +5,11 @@
 # (8 micro-batches) with `tandem sim --calibration`, measure that run, and require |error| <= 25 %.
 # Beside it, the loop's other pieces, each checked for what it must carry (not timed): the machine
 # state probe taken right before the measured run (`tandem run --probe-state`) and the prediction
-# scaled to it (`tandem sim --state-probe`: its JSON names the ratios), the runs' own probes in the
-# profile, and `tandem compare` showing the interval's evidence beside the error. Timing on a
+# scaled to it (`tandem sim --state-probe`: its JSON names the ratios), the calibration's probes
+# taken the same way, alone right before each calibration run (`tandem calibrate --state-probe`),
+# the runs' own probes in their JSON, and `tandem compare` showing the interval's evidence beside the
+# error. A derivable check of the calibration's state: a profile calibrated with the same probe file
+# three times (--state-probe F x3: their median is F) scales a prediction to F by exactly 1. Timing on a
 # shared machine is noisy (docs/exec.md, "Measurement noise": IQRs of 10-30 % under load), so an
 # attempt over the bound is retried, calibration included, up to 3 times: a model regression (the
 # GPU-roofline fallback was +3076 %, the median-based profile -50 %) fails every attempt, a noisy
@@ -20,9 +23,11 @@ sets=(--set cluster.preset=host --set cluster.gpus=2 --set strategy.tp=2)
 other=("${sets[@]}" --set strategy.global_batch=16)
 for attempt in 1 2 3; do
   for i in 1 2 3; do
+    "$bin/tandem-run" --probe-state "$tmp/cal$i.probe.txt" -n 2
     "$bin/tandem-run" -n 2 "$tiny" "${sets[@]}" --steps 8 --json --trace "$tmp/cal$i.trace" > "$tmp/cal$i.json"
   done
-  "$bin/tandem-calibrate" "$tmp/cal1.trace" "$tmp/cal2.trace" "$tmp/cal3.trace" "$tiny" "${sets[@]}" -o "$tmp/p.pb" > /dev/null
+  "$bin/tandem-calibrate" "$tmp/cal1.trace" "$tmp/cal2.trace" "$tmp/cal3.trace" "$tiny" "${sets[@]}" -o "$tmp/p.pb" \
+    --state-probe "$tmp/cal1.probe.txt" --state-probe "$tmp/cal2.probe.txt" --state-probe "$tmp/cal3.probe.txt" > /dev/null
   "$bin/tandem-sim" "$tiny" "${other[@]}" --calibration "$tmp/p.pb" --json --trace "$tmp/pred.trace" > "$tmp/pred.json"
   "$bin/tandem-run" --probe-state "$tmp/now.txt" -n 2
   "$bin/tandem-sim" "$tiny" "${other[@]}" --calibration "$tmp/p.pb" --state-probe "$tmp/now.txt" --json > "$tmp/state.json"
@@ -30,6 +35,16 @@ for attempt in 1 2 3; do
   "$bin/tandem-compare" "$tmp/pred.trace" "$tmp/meas.trace" -o "$tmp/report.html" > "$tmp/compare.txt"
   grep -q "^interval evidence: calibration-spread+host-bench-residuals: the 3 calibration runs' spread" "$tmp/compare.txt" ||
     { echo "tandem compare does not show the interval's evidence:" >&2; cat "$tmp/compare.txt" >&2; exit 1; }
+  if [ "$attempt" = 1 ]; then
+    "$bin/tandem-calibrate" "$tmp/cal1.trace" "$tmp/cal2.trace" "$tmp/cal3.trace" "$tiny" "${sets[@]}" -o "$tmp/same.pb" \
+      --no-probe --state-probe "$tmp/now.txt" --state-probe "$tmp/now.txt" --state-probe "$tmp/now.txt" > /dev/null
+    "$bin/tandem-sim" "$tiny" "${other[@]}" --calibration "$tmp/same.pb" --state-probe "$tmp/now.txt" --json > "$tmp/same.json"
+    python3 - "$tmp/same.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["prediction_interval"]["state_probe"]
+assert all(abs(r[k] - 1) < 1e-9 for k in ("communication_ratio", "memory_ratio", "compute_ratio")), r
+PY
+  fi
   python3 - "$tmp/state.json" "$tmp/meas.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))["prediction_interval"]

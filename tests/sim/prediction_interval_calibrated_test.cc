@@ -15,6 +15,8 @@
 #include "sim/prediction_interval_calibrated.h"
 #include "sim/sim_report.h"
 #include "sim/simulation.h"
+#include "traces/calibration/calibration_profile.h"
+#include "traces/calibration/machine_state_probe.h"
 #include "host_profile_util.h"
 #include "sim_test_util.h"
 
@@ -162,6 +164,45 @@ TEST(CalibratedInterval, AHostProfilesPredictionTakesItAndSaysSo) {
   std::ostringstream text;
   write_summary(text, s, r);
   EXPECT_NE(text.str().find("evidence calibration-spread+host-bench-residuals: the 1 calibration run's spread +-9.5 %"),
+            std::string::npos)
+      << text.str();
+}
+
+// A prediction scaled to the machine's state (--state-probe) takes the residuals of scaled
+// predictions (host_twin_residuals_scaled.tsv), not the plain ones, and names that table. The probe
+// now equals the profile's (every ratio 1), so the prediction is 36 us as above and h = 0.0950016;
+// the bounds follow from the scaled table's quantiles.
+TEST(CalibratedInterval, AStateScaledPredictionTakesTheScaledPredictionsResiduals) {
+  const HostBenchResiduals& scaled = HostBenchResiduals::builtin(true);
+  std::string header;
+  for (const std::string& l : scaled.header) header += l + "\n";
+  EXPECT_NE(header.find("scaled to the state probe"), std::string::npos) << header;
+  EXPECT_NE(header.find("at commit"), std::string::npos) << header;
+  proto::CalibrationProfile p = testing::host_profile(gemm8(), 10e-6, 2e-6);
+  proto::CalibrationRun* run = p.add_runs();
+  run->set_name("cal.trace"), run->set_steps(39), run->set_iteration_s(36e-6), run->set_relative_iqr(0.10);
+  MachineStateProbe now;
+  now.allreduce_256b_s = 0.5e-6, now.allreduce_16kib_s = 3e-6, now.zero_fill_1mib_s = 8e-6, now.compute_s = 2e-6;
+  set_profile_state_probe(p, {now}, true);
+  const std::string path = "/tmp/tandem-scaled-interval-test-" + std::to_string(getpid()) + ".pb";
+  write_calibration(p, path);
+  auto table = std::make_shared<const CalibrationTable>(CalibrationTable::load(path, now));
+  std::remove(path.c_str());
+  const Schedule s = three_gemms("host");
+  SimOptions o = testing::ideal_options();
+  o.calibration = table;
+  const SimResult r = simulate(s, o);
+  ASSERT_NEAR(r.iteration_time_s, 36e-6, 1e-12);
+  EXPECT_EQ(r.state_memory_ratio, 1.0);
+  const double h = 0.0950016;
+  EXPECT_NEAR(r.iteration_time_low_s, std::min(36e-6, 36e-6 * (scaled.q50 - std::max(scaled.q50 - scaled.q10, h))), 1e-10);
+  EXPECT_NEAR(r.iteration_time_high_s, std::max(36e-6, 36e-6 * (scaled.q50 + std::max(scaled.q90 - scaled.q50, h))),
+              1e-10);
+  const std::string j = json_of(s, r);
+  EXPECT_NE(j.find("\"host_bench_residuals\": {\"rows\": " + std::to_string(scaled.rows)), std::string::npos) << j;
+  std::ostringstream text;
+  write_summary(text, s, r);
+  EXPECT_NE(text.str().find(std::to_string(scaled.rows) + " rows, traces/calibration/host_twin_residuals_scaled.tsv"),
             std::string::npos)
       << text.str();
 }

@@ -110,5 +110,41 @@ TEST(MachineStateProbe, ScalesEachCostOfAProfileByItsKindsRatio) {
   EXPECT_EQ(profile_state_probe(p).zero_fill_1mib_s, 3e-6);
 }
 
+// The calibration's state from probes taken alone before its runs (tandem calibrate --state-probe),
+// by hand: zero fills 9, 7, 8 us -> median 8 us; compute 2.0, 2.6, 2.2 us -> 2.2; all-reduce 16 KiB
+// 3, 7 (its third mode), 2.8 -> 3; 256 B 0.5, 0.9, 0.6 -> 0.6; runs 3, taken alone. Four probes
+// (fills 9, 7, 8, 10): the mean of the middle two, (8 + 9) / 2 = 8.5 us. It replaces what the runs'
+// own probes had set (runs 1, not alone). Then the ratio of a prediction's probe (fill 10 us,
+// compute 2.75 us) to it: 10 / 8 = 1.25, 2.75 / 2.2 = 1.25.
+TEST(MachineStateProbe, CalibrationStateFromProbesTakenAloneIsTheirMedian) {
+  proto::CalibrationProfile p;
+  set_profile_state_probe(p, {probe(0.7e-6, 4e-6, 9.5e-6, 2.1e-6)}, false);
+  EXPECT_FALSE(p.state_probe().taken_alone());
+  set_profile_state_probe(p, {probe(0.5e-6, 3e-6, 9e-6, 2.0e-6), probe(0.9e-6, 7e-6, 7e-6, 2.6e-6),
+                              probe(0.6e-6, 2.8e-6, 8e-6, 2.2e-6)}, true);
+  EXPECT_EQ(p.state_probe().runs(), 3u);
+  EXPECT_TRUE(p.state_probe().taken_alone());
+  EXPECT_DOUBLE_EQ(p.state_probe().zero_fill_1mib_s(), 8e-6);
+  EXPECT_DOUBLE_EQ(p.state_probe().compute_s(), 2.2e-6);
+  EXPECT_DOUBLE_EQ(p.state_probe().allreduce_16kib_s(), 3e-6);
+  EXPECT_DOUBLE_EQ(p.state_probe().allreduce_256b_s(), 0.6e-6);
+  const StateRatios r = state_ratios(probe(0.6e-6, 3e-6, 10e-6, 2.75e-6), profile_state_probe(p));
+  EXPECT_NEAR(r.memory, 1.25, 1e-12);
+  EXPECT_NEAR(r.compute, 1.25, 1e-12);
+  set_profile_state_probe(p, {probe(1, 1, 9e-6, 1), probe(1, 1, 7e-6, 1), probe(1, 1, 8e-6, 1), probe(1, 1, 10e-6, 1)},
+                          true);
+  EXPECT_DOUBLE_EQ(p.state_probe().zero_fill_1mib_s(), 8.5e-6);
+  EXPECT_EQ(p.state_probe().runs(), 4u);
+  // None, or one without a positive time: bad input, naming which.
+  try {
+    set_profile_state_probe(p, {probe(1, 1, 1, 1), MachineStateProbe{}}, true);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_NE(std::string(e.what()).find("probe 2 of 2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(set_profile_state_probe(p, {}, true), Error);
+}
+
 }  // namespace
 }  // namespace tandem

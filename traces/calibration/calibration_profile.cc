@@ -12,6 +12,7 @@
 #include "shared/error.h"
 #include "shared/input_file.h"
 #include "traces/atomic_file.h"
+#include "traces/calibration/machine_state_probe.h"
 #include "traces/scenario_digest.h"
 #include "traces/task_label.h"
 #include "traces/trace_io.h"
@@ -23,12 +24,6 @@ double mean(const std::vector<double>& v) {
   double sum = 0;
   for (double x : v) sum += x;
   return v.empty() ? 0 : sum / double(v.size());
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 using KernelKey = std::tuple<int, int, std::array<int64_t, 6>>;
@@ -248,7 +243,7 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
   auto median_of_run_means = [](const std::map<size_t, std::vector<double>>& by_run) {
     std::vector<double> means;
     for (const auto& [run, v] : by_run) means.push_back(mean(v));
-    return median(std::move(means));
+    return median_of(std::move(means));
   };
   if (kernels.empty() && collectives.empty())
     throw Error("calibrate: " + (runs.size() == 1 ? runs[0].name : std::string("the traces")) +
@@ -267,28 +262,24 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
     cr->set_iteration_s(sp.median_s);
     cr->set_relative_iqr(sp.relative_iqr);
   }
-  // The runs' machine state (Trace.state_probe): per field the median over the runs that took it.
+  // The runs' machine state (Trace.state_probe): per field the median over the runs that took it
+  // (`tandem calibrate --state-probe` replaces it with probes taken alone before the runs).
   {
-    std::vector<double> ar256, ar16k, fill, compute;
+    std::vector<MachineStateProbe> probes;
     for (const NamedTrace& run : runs)
       if (run.trace->has_state_probe()) {
         const proto::StateProbe& sp = run.trace->state_probe();
-        ar256.push_back(sp.allreduce_256b_s()), ar16k.push_back(sp.allreduce_16kib_s());
-        fill.push_back(sp.zero_fill_1mib_s()), compute.push_back(sp.compute_s());
+        MachineStateProbe p;
+        p.allreduce_256b_s = sp.allreduce_256b_s(), p.allreduce_16kib_s = sp.allreduce_16kib_s();
+        p.zero_fill_1mib_s = sp.zero_fill_1mib_s(), p.compute_s = sp.compute_s();
+        if (p.valid()) probes.push_back(p);  // a field not timed (0) has no ratio to scale by
       }
-    if (!ar256.empty()) {
-      proto::MachineState* ms = prof.mutable_state_probe();
-      ms->set_runs(uint32_t(ar256.size()));
-      ms->set_allreduce_256b_s(median(std::move(ar256)));
-      ms->set_allreduce_16kib_s(median(std::move(ar16k)));
-      ms->set_zero_fill_1mib_s(median(std::move(fill)));
-      ms->set_compute_s(median(std::move(compute)));
-    }
+    if (!probes.empty()) set_profile_state_probe(prof, probes, false);
   }
   prof.set_overhead_samples(overhead_n);
   std::vector<double> overhead_means;
   for (const auto& [run, sum_n] : overhead) overhead_means.push_back(sum_n.first / sum_n.second);
-  prof.set_task_overhead_s(overhead_n ? median(std::move(overhead_means)) : 0);
+  prof.set_task_overhead_s(overhead_n ? median_of(std::move(overhead_means)) : 0);
   for (auto& [k, v] : kernels) {
     proto::KernelTime* kt = prof.add_kernels();
     kt->set_kernel(std::get<0>(k));
@@ -296,7 +287,7 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
     for (int64_t d : std::get<2>(k)) kt->add_dims(d);
     kt->set_samples(uint32_t(v.size()));
     kt->set_mean_s(median_of_run_means(kernel_runs[k]));
-    kt->set_median_s(median(std::move(v)));
+    kt->set_median_s(median_of(std::move(v)));
     kt->set_label(kernel_labels[k]);
   }
   // An Alloc/Free size's time: the median over the steps of the step's mean, so that one step whose
@@ -308,7 +299,7 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
     proto::MemoryOpTime* m = prof.add_memory_ops();
     m->set_alloc(k.first);
     m->set_bytes(k.second);
-    m->set_mean_s(median(std::move(step_means)));
+    m->set_mean_s(median_of(std::move(step_means)));
     m->set_samples(samples);
   }
   for (auto& [k, v] : collectives) {
@@ -320,7 +311,7 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
     ct->set_samples(uint32_t(v.size()));
     ct->set_mean_s(median_of_run_means(collective_runs[k]));
     ct->set_mean_wait_s(median_of_run_means(wait_runs[k]));
-    ct->set_median_s(median(std::move(v)));
+    ct->set_median_s(median_of(std::move(v)));
     ct->set_label(collective_labels[k]);
   }
   return prof;

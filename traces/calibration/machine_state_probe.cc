@@ -10,6 +10,12 @@
 
 namespace tandem {
 
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n ? (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2])) : 0;
+}
+
 double min_of_round_medians(const std::vector<double>& times, int rounds) {
   if (rounds < 1 || times.empty() || times.size() % size_t(rounds) != 0)
     throw Error("machine state probe: " + std::to_string(times.size()) + " times do not split into " +
@@ -17,9 +23,7 @@ double min_of_round_medians(const std::vector<double>& times, int rounds) {
   const size_t n = times.size() / size_t(rounds);
   double best = std::numeric_limits<double>::infinity();
   for (int r = 0; r < rounds; ++r) {
-    std::vector<double> g(times.begin() + long(size_t(r) * n), times.begin() + long(size_t(r + 1) * n));
-    std::sort(g.begin(), g.end());
-    best = std::min(best, n % 2 ? g[n / 2] : 0.5 * (g[n / 2 - 1] + g[n / 2]));
+    best = std::min(best, median_of({times.begin() + long(size_t(r) * n), times.begin() + long(size_t(r + 1) * n)}));
   }
   return best;
 }
@@ -31,6 +35,27 @@ StateRatios state_ratios(const MachineStateProbe& now, const MachineStateProbe& 
   r.communication = r.memory;
   r.compute = now.compute_s / then.compute_s;
   return r;
+}
+
+void set_profile_state_probe(proto::CalibrationProfile& profile, const std::vector<MachineStateProbe>& probes,
+                             bool taken_alone) {
+  if (probes.empty()) throw Error("machine state probe: no probe to take the calibration's state from", ErrorKind::kBadInput);
+  std::vector<double> ar256, ar16k, fill, compute;
+  for (size_t i = 0; i < probes.size(); ++i) {
+    const MachineStateProbe& p = probes[i];
+    if (!p.valid())
+      throw Error("machine state probe " + std::to_string(i + 1) + " of " + std::to_string(probes.size()) +
+                  ": a field without a positive time", ErrorKind::kBadInput);
+    ar256.push_back(p.allreduce_256b_s), ar16k.push_back(p.allreduce_16kib_s);
+    fill.push_back(p.zero_fill_1mib_s), compute.push_back(p.compute_s);
+  }
+  proto::MachineState& ms = *profile.mutable_state_probe();
+  ms.set_runs(uint32_t(probes.size()));
+  ms.set_allreduce_256b_s(median_of(std::move(ar256)));
+  ms.set_allreduce_16kib_s(median_of(std::move(ar16k)));
+  ms.set_zero_fill_1mib_s(median_of(std::move(fill)));
+  ms.set_compute_s(median_of(std::move(compute)));
+  ms.set_taken_alone(taken_alone);
 }
 
 MachineStateProbe profile_state_probe(const proto::CalibrationProfile& profile) {

@@ -28,6 +28,10 @@ struct MachineStateProbe {
   bool valid() const { return allreduce_256b_s > 0 && allreduce_16kib_s > 0 && zero_fill_1mib_s > 0 && compute_s > 0; }
 };
 
+// The median of `v` (the mean of the two middle values for an even size; 0 for none): the probe's
+// round statistic and the calibration's per-field and per-shape statistic.
+double median_of(std::vector<double> v);
+
 // The probe's statistic: `times` holds `rounds` consecutive groups of equal size, one per round of
 // the probe (the rounds of all four fields interleave in time); the minimum over rounds of each
 // round's median (the mean of the two middle values for an even size). A rank preempted for a few ms
@@ -47,6 +51,13 @@ struct StateRatios {
   double communication = 1, memory = 1, compute = 1;
 };
 StateRatios state_ratios(const MachineStateProbe& now, const MachineStateProbe& then);
+
+// Sets profile.state_probe to, per field, the median of `probes` (the mean of the two middle values
+// for an even count), runs = their count and taken_alone as given: the calibration's state, from
+// the runs' own probes (after their steps) or from probes taken alone right before each run. Error
+// (bad input) naming the probe's position for an empty list or a probe without positive times.
+void set_profile_state_probe(proto::CalibrationProfile& profile, const std::vector<MachineStateProbe>& probes,
+                             bool taken_alone);
 
 // The profile's probe (CalibrationProfile.state_probe: the median over its runs); invalid when the
 // profile holds none.

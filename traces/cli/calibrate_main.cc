@@ -23,6 +23,7 @@
 #include "shared/input_file.h"
 #include "traces/calibration/collective_probe_table.h"
 #include "traces/calibration/gemm_probe.h"
+#include "traces/calibration/machine_state_probe.h"
 #include "traces/trace_io.h"
 
 extern char** environ;
@@ -97,6 +98,10 @@ int main(int argc, char** argv) {
       "set", po::value<std::vector<std::string>>()->composing(), "the overrides the trace was measured with")(
       "no-probe", "a host trace: leave out the probes of this CPU's GEMM rate and of its MPI collectives (run them on "
       "the machine measured)")(
+      "state-probe", po::value<std::vector<std::string>>()->composing(),
+      "FILE (repeatable): a machine state probe taken alone right before a calibration run (tandem run --probe-state "
+      "FILE -n RANKS), as a prediction's is; the profile's state is their median instead of the runs' own probes "
+      "(taken after their steps)")(
       "args", po::value<std::vector<std::string>>(), "TRACE [TRACE ...] SCENARIO");
   po::variables_map vm;
   if (auto stop = tandem::parse_command_line("tandem calibrate", argc, argv, opts, {{"args", -1}}, vm)) return *stop;
@@ -114,6 +119,12 @@ int main(int argc, char** argv) {
     std::vector<tandem::NamedTrace> runs;
     for (size_t i = 0; i < traces.size(); ++i) runs.push_back({&traces[i], args[i]});
     tandem::proto::CalibrationProfile prof = tandem::make_calibration(schedule, runs);
+    if (vm.count("state-probe")) {
+      std::vector<tandem::MachineStateProbe> probes;
+      for (const std::string& f : vm["state-probe"].as<std::vector<std::string>>())
+        probes.push_back(tandem::parse_state_probe(tandem::read_input_file(f, "machine state probe", 1 << 16), f));
+      tandem::set_profile_state_probe(prof, probes, true);
+    }
     // A host trace was measured on this machine (the probes below time it too): the placement
     // `tandem run` pinned and printed for its ranks is core_placement_for(ranks, this machine's
     // cores), its BLAS threads per rank what every kernel time of the profile ran with.
