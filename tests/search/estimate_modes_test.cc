@@ -49,7 +49,9 @@ void expect_same_order(const std::vector<std::string>& base, const std::vector<s
   // the estimate, as two params fractions sharing one layer probe would give, fails).
   for (size_t i = 0; i < sim.size(); ++i)
     for (size_t j = 0; j < sim.size(); ++j)
-      if (sim[i] < sim[j]) EXPECT_LT(est[i], est[j]) << names[i] << " against " << names[j];
+      if (sim[i] < sim[j]) {
+        EXPECT_LT(est[i], est[j]) << names[i] << " against " << names[j];
+      }
 }
 
 TEST(EstimateModes, TensorModesAtTpEightAsTheSimulator) {

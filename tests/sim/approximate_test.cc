@@ -92,9 +92,11 @@ TEST(ApproximateTier, ExactWhereNoLaneParts) {
 // bytes apart, which it makes up at its rate after the window, at least max(r, r') once the
 // asymmetric op's flows have left its links, so in at most w. Every task's end, and the iteration
 // time, is then within the summed windows W = parted_window_s of the exact one.
+// (grad_reduce_overlap: the gradient all-reduces meet the pipeline messages during the backward,
+// as in ReplicaFolding.TreeAllReducePartsReplicasAndFoldsTpLanesOnly.)
 TEST(ApproximateTier, TreePartingWithinTheSummedWindows) {
   const Schedule s = tiny({"cluster.gpus=24", "cluster.gpus_per_node=2", "strategy.tp=2", "strategy.pp=4",
-                           "strategy.global_batch=24"});
+                           "strategy.global_batch=24", "software.grad_reduce_overlap=true"});
   SimOptions exact;
   exact.algorithm = Algorithm::kTree;
   SimOptions approx = exact;
@@ -127,7 +129,7 @@ TEST(ApproximateTier, TreePartingWithinTheSummedWindows) {
 // (ReplicaFolding.InProcessRunThatPartsIsAnError); the approximate tier returns it, marked.
 TEST(ApproximateTier, InProcessRunThatPartsIsKept) {
   const Schedule s = tiny({"cluster.gpus=24", "cluster.gpus_per_node=2", "strategy.tp=2", "strategy.pp=4",
-                           "strategy.global_batch=24"});
+                           "strategy.global_batch=24", "software.grad_reduce_overlap=true"});
   SimOptions o;
   o.algorithm = Algorithm::kTree;
   o.approximate = true;

@@ -233,10 +233,13 @@ TEST(ReplicaFolding, InUnitPeersMustBeTpMoves) {
 // tp lane. dp 4 x tp 2 x pp 4 on nodes of 2 (the tp group is the node, closed-form; pipeline
 // messages and gradient all-reduces across the NICs, which they share at the ends of the
 // backward): outputs byte-identical with and without it (expect_same_outputs), and SimGrid moves
-// half the flows it moves without it (tp = 2: one of every two lanes).
+// half the flows it moves without it (tp = 2: one of every two lanes). The gradient all-reduces
+// overlap the backward (software.grad_reduce_overlap) so that they meet the pipeline messages;
+// without it they wait for the backward's end (shared/grad_sync.cc sync_bucket) and meet none.
+// The tree cases below set it for the same reason.
 TEST(FlowQuotient, HalfTheSimGridFlowsAtTp2) {
   const std::vector<std::string> sets = {"cluster.gpus=32", "cluster.gpus_per_node=2", "strategy.tp=2",
-                                         "strategy.pp=4", "strategy.global_batch=32"};
+                                         "strategy.pp=4", "strategy.global_batch=32", "software.grad_reduce_overlap=true"};
   expect_same_outputs(sets, 8, 2);
   Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
   SimOptions on, whole;
@@ -379,7 +382,7 @@ TEST(LaneQuotient, TreeOnItsOwnLinksStaysExact) {
 // - its outputs are those of every rank replayed, byte for byte (JSON but `simulator`, trace).
 TEST(ReplicaFolding, TreeAllReducePartsReplicasAndFoldsTpLanesOnly) {
   const std::vector<std::string> sets = {"cluster.gpus=24", "cluster.gpus_per_node=2", "strategy.tp=2",
-                                         "strategy.pp=4", "strategy.global_batch=24"};
+                                         "strategy.pp=4", "strategy.global_batch=24", "software.grad_reduce_overlap=true"};
   Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
   SimOptions tree;
   tree.algorithm = Algorithm::kTree;
@@ -430,7 +433,7 @@ TEST(ReplicaFolding, TreeReplicaClassesGiveTheUnfoldedOutputs) {
     SCOPED_TRACE("dp " + std::to_string(dp));
     const std::vector<std::string> sets = {"cluster.gpus=" + std::to_string(8 * dp), "cluster.gpus_per_node=2",
                                            "strategy.tp=2", "strategy.pp=4",
-                                           "strategy.global_batch=" + std::to_string(8 * dp)};
+                                           "strategy.global_batch=" + std::to_string(8 * dp), "software.grad_reduce_overlap=true"};
     Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
     SimOptions tree;
     tree.algorithm = Algorithm::kTree;
@@ -464,7 +467,7 @@ TEST(ReplicaFolding, TreeReplicaClassesGiveTheUnfoldedOutputs) {
 // partition, decides there; the equitable classes hold everywhere, by the proof.)
 TEST(ReplicaFolding, AMergedPairOfReplicaClassesParts) {
   const std::vector<std::string> sets = {"cluster.gpus=64", "cluster.gpus_per_node=2", "strategy.tp=2",
-                                         "strategy.pp=4", "strategy.global_batch=64"};
+                                         "strategy.pp=4", "strategy.global_batch=64", "software.grad_reduce_overlap=true"};
   Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
   SimOptions merged;
   merged.algorithm = Algorithm::kTree;
@@ -490,7 +493,7 @@ TEST(ReplicaFolding, AMergedPairOfReplicaClassesParts) {
 // replicas), run in a child of this test (forked_call) so that this process's SimGrid is untouched.
 TEST(ReplicaFolding, InProcessRunThatPartsIsAnError) {
   const std::vector<std::string> sets = {"cluster.gpus=24", "cluster.gpus_per_node=2", "strategy.tp=2",
-                                         "strategy.pp=4", "strategy.global_batch=24"};
+                                         "strategy.pp=4", "strategy.global_batch=24", "software.grad_reduce_overlap=true"};
   Schedule s(load_scenario(std::string(TANDEM_SOURCE_DIR) + "/scenarios/tiny-gpt.textproto", sets));
   SimOptions tree;
   tree.algorithm = Algorithm::kTree;
