@@ -16,11 +16,24 @@ namespace {
 
 namespace fs = std::filesystem;
 
+fs::path temp_dir_path() {
+  return fs::temp_directory_path() / ("tandem_input_file_test." + std::to_string(::getpid()));
+}
+
 fs::path temp_dir() {
-  fs::path d = fs::temp_directory_path() / ("tandem_input_file_test." + std::to_string(::getpid()));
+  fs::path d = temp_dir_path();
   fs::create_directories(d);
   return d;
 }
+
+// ctest runs each test in its own process: the process's directory goes when it exits, so that
+// no run leaves its files (a fifo, a 1 KiB file) in /tmp.
+struct RemoveTempDirAtExit {
+  ~RemoveTempDirAtExit() {
+    std::error_code ignored;
+    fs::remove_all(temp_dir_path(), ignored);
+  }
+} remove_temp_dir_at_exit;
 
 std::string message_of(const std::string& path, int64_t max_bytes) {
   try {
