@@ -1,15 +1,37 @@
 #!/usr/bin/env python3
 """The twin loop on this machine (issue 13, docs/exec.md "Host twin error"): `tandem run` one
 configuration of the tiny GPT with a trace, `tandem calibrate` on it, then for that configuration
-and every other one below `tandem sim --calibration` (the prediction, made first) and `tandem run`
-(the measurement, afterwards), and print predicted / measured / error, the measured spread of the
+and every other one below `tandem sim --calibration` (the prediction) and `tandem run` (the
+measurement; in rounds by default, below), and print predicted / measured / error, the measured spread of the
 steady-state steps (IQR relative to the median) and the median per-task error (tandem compare).
 Every configuration uses at most as many ranks as this machine has cores.
 
   tests/bench/host_twin_error.py [--bin build/bin] [--steps 40] [--out DIR] [--only NAME,...] [--realtime [--rt-priority N]]
-                                [--calibration-runs N]
+                                [--rounds R] [--seed S] [--calibration-runs N]
 
---calibration-runs N (default 3) measures the calibration configuration N times and calibrates on
+--rounds R (default 5; docs/exec.md "Session 16"): this VM's speed drifts by 10-20 % over tens of
+seconds even when nothing else runs, so one run of a configuration is one sample of a moving machine,
+and a single pass in a fixed order puts the drift (and any order effect) on the same block of rows
+every time. In rounds, every round runs every configuration once and calibration run k in round
+k mod R (default: R calibration runs, one a round), each round in its own order, shuffled by one
+random.Random(S) (--seed, default 16; the orders are printed and kept), so that the drift falls on
+every configuration alike and the calibration samples the same stretch of time as the rows. Each
+run is preceded by its state probe taken alone. After the last round the profile is calibrated on
+the calibration runs' traces (and their probes) only, and each configuration predicted once: the
+predictions are computed after the measurements, but no measurement of a row reaches them (the
+profile's inputs are the calibration traces, the scenario and the calibration probes; a row's
+traces are only compared against; a state-scaled prediction takes the probe taken alone right
+before that row's run, as the single pass does). Computing them last is what lets the calibration
+be spread over the rows' time. A configuration's measured time is the median over rounds of its
+runs' steady-state iteration, printed with its spread over the rounds ((max - min) / median: the
+machine's floor); its per-task error the median over rounds of each round's per-task median error
+against the one prediction. Each round alone (its single runs against the pooled profile) is printed
+too, and the interval's coverage is counted over single runs (an interval is about one run). rows.json
+keeps per configuration the pooled record and every round's (rows[i].rounds), the orders and the
+seed. --rounds 1 is the single pass: the calibration runs first, then per configuration, in the
+list's order, the prediction (made first), the probe and the run, as before session 16.
+
+--calibration-runs N (default 3 in a single pass, R in rounds) measures the calibration configuration N times and calibrates on
 all of them (`tandem calibrate TRACE ... SCENARIO`: a shape's time is the median over the runs of each
 run's mean), which prints each run's iteration and spread and the run-to-run spread: on this VM one
 configuration drifts by more than the targets between runs, and a single calibration run that
