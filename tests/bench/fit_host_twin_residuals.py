@@ -8,7 +8,9 @@ statistics, as tests/bench/fit_prediction_intervals.py.
   tests/bench/fit_host_twin_residuals.py DIR [DIR ...] [--out traces/calibration/host_twin_residuals.tsv]
                                          [--note TEXT]
 
-Every row counts, the own configuration's too: each is a run measured after the profile was made,
+Only single passes (`host_twin_error.py --rounds 1`): the interval is about one run's time after a
+calibration, and a run in rounds is refused (exit 2; docs/exec.md "Session 16": its rows are medians
+over rounds, and its profile was calibrated among the rows' runs). Every row counts, the own configuration's too: each is a run measured after the profile was made,
 none of them part of it. The header names the runs (their date, load, calibration runs and steps),
 this commit and the command, so that the table says what it was measured on; refit it (and say so
 in docs/exec.md) when the host model changes. The rows are of this machine (the 2-vCPU development
@@ -111,6 +113,12 @@ def main():
     for d in a.dirs:
         with open(os.path.join(d, "rows.json")) as f:
             j = json.load(f)
+        if j.get("rounds", 1) > 1:
+            print(f"{d}/rows.json: field rounds is {j['rounds']}: a run in rounds (--rounds R > 1) is not evidence for "
+                  "this table: its rows are each configuration's median over rounds, not one run, and its rounds' "
+                  "runs were predicted from calibration runs made among them, not before them; fit on --rounds 1 "
+                  "runs (docs/exec.md \"Session 16\")", file=sys.stderr)
+            sys.exit(2)
         runs_json.append(j)
         rows = [r for r in j["rows"] if predicted_of(r, a.scaled)]
         if not rows:

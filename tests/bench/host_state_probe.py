@@ -18,7 +18,7 @@ whether scaling to the probe helps when the state changed between the calibratio
   tests/bench/host_state_probe.py --tracking DIR [DIR ...]
 
 --tracking: over the rows of earlier tests/bench/host_twin_error.py runs (DIR/rows.json, the rows with
-a probe), how well the probe's ratio follows the measured move, for each way of taking the
+a probe; of a run in rounds, every round's run), how well the probe's ratio follows the measured move, for each way of taking the
 calibration's probe: alone before each calibration run, and the runs' own after their steps (each
 bench row holds its scaled prediction against both: state_predicted_s against the profile's,
 state_other_reference_predicted_s against the other). Per row, y = measured / plain prediction (how
@@ -98,7 +98,8 @@ def tracking(dirs):
             continue
         runs += 1
         other = "after" if own == "alone" else "alone"
-        for r in j["rows"]:
+        # a run in rounds (host_twin_error.py --rounds R > 1): every round's run, each with its own probe
+        for r in (x for row in j["rows"] for x in row.get("rounds", [row])):
             y = r["measured_s"] / r["predicted_s"]
             for src, key in ((own, "state_predicted_s"), (other, "state_other_reference_predicted_s")):
                 if r.get(key):
