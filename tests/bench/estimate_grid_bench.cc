@@ -1,12 +1,10 @@
 // The estimate against the simulator on a grid of GPT 1.3B points on 8 H200s
 // (scenarios/gpt-1.3b-h200.textproto): sp 1/2/4/8 with the three sequence modes, tensor-parallel
 // modes, ZeRO stages, pipelines and offloads; docs/search.md "Session 15: the estimate against
-// the simulator". Disabled (it simulates 50 points, minutes on the loaded machine): a measurement,
-// run by hand with --gtest_also_run_disabled_tests --gtest_filter='EstimateGrid.*'. It prints each
-// point's estimate and simulated iteration time and the agreement (search/agreement.h) over all
-// points and over the simulator's best 10; it asserts nothing but that every point simulates.
-#include <gtest/gtest.h>
-
+// the simulator". A measurement run by hand (it simulates 50 points: seconds on a quiet machine,
+// minutes on a loaded one): `build/tests/bench/tandem-bench-estimate-grid`. It prints each point's
+// estimate and simulated iteration time and the agreement (search/agreement.h) over all points and
+// over the simulator's best 10; nothing is asserted (exit 1 only when a point does not simulate).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -16,6 +14,7 @@
 #include "search/agreement.h"
 #include "search/estimate.h"
 #include "search/layer_probe.h"
+#include "shared/error.h"
 #include "shared/schedule.h"
 #include "sim/simulation.h"
 
@@ -75,7 +74,7 @@ std::vector<std::vector<std::string>> grid() {
   return g;
 }
 
-TEST(EstimateGrid, DISABLED_AgainstTheSimulator) {
+void run_grid() {
   SearchResult r;
   std::unique_ptr<LayerProbes> probes;
   for (const auto& sets : grid()) {
@@ -84,7 +83,11 @@ TEST(EstimateGrid, DISABLED_AgainstTheSimulator) {
     RankedPoint p;
     p.estimate = estimate(sc, probes->costs(sc), probes->comm());
     const sim::SimResult s = sim::simulate(Schedule(sc));
-    ASSERT_FALSE(s.oom) << ::testing::PrintToString(sets);
+    if (s.oom) {
+      std::string all;
+      for (const std::string& x : sets) all += " " + x;
+      throw Error("estimate grid: the simulator ran out of memory on" + all);
+    }
     p.simulated.status = sweep::PointStatus::kOk;
     p.simulated.iteration_time_s = s.iteration_time_s;
     p.sets.assign(sets.begin() + 2, sets.end());
@@ -121,3 +124,13 @@ TEST(EstimateGrid, DISABLED_AgainstTheSimulator) {
 
 }  // namespace
 }  // namespace tandem::search
+
+int main() {
+  try {
+    tandem::search::run_grid();
+  } catch (const tandem::Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
