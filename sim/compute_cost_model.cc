@@ -66,6 +66,7 @@ CalibrationTable CalibrationTable::from_profile(const proto::CalibrationProfile&
     const bool host = profile.backend() == "host";
     if (host) t.overhead_s_ = profile.task_overhead_s(), t.host_memory_ = HostMemoryModel(profile);
     if (host) t.blas_threads_per_rank_ = int(profile.blas_threads_per_rank()), t.cores_ = int(profile.cores());
+    if (host) t.rank_speed_spread_ = profile.rank_speed_spread(), t.collective_wait_s_ = mean_collective_wait_s(profile);
     t.host_profile_ = host;
     for (const proto::CalibrationRun& r : profile.runs())
       t.runs_.push_back({int(r.steps()), r.iteration_s(), r.relative_iqr()});

@@ -74,6 +74,11 @@ class CalibrationTable {
   bool host_profile() const { return host_profile_; }
   // The measured runs it was made from (CalibrationProfile.runs; empty in older profiles).
   const std::vector<CalibrationRunSpread>& runs() const { return runs_; }
+  // A host profile's ranks' unequal speed (CalibrationProfile.rank_speed_spread; 0 for any other
+  // table) and the wait every collective it costs already holds (host_collective_model.h,
+  // mean_collective_wait_s): what sim/rank_speed_lag.h adds at a collective beyond it.
+  double rank_speed_spread() const { return rank_speed_spread_; }
+  double collective_wait_s() const { return collective_wait_s_; }
   // The ratios a --state-probe prediction scaled by; has_state() false otherwise.
   bool has_state() const { return has_state_; }
   const StateRatios& state_ratios() const { return state_; }
@@ -89,6 +94,7 @@ class CalibrationTable {
   HostMemoryModel host_memory_;
   HostComputeModel host_;
   double overhead_s_ = 0;
+  double rank_speed_spread_ = 0, collective_wait_s_ = 0;
   // Host profiles: the collectives a profile lacks (sim/host_collective_model.h).
   HostCollectiveModel host_collectives_;
   std::map<std::tuple<int, int, std::array<int64_t, 6>>, double> table_;

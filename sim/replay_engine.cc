@@ -70,6 +70,8 @@ void ReplayEngine::prepare() {
   if (options_.calibration && schedule_.scenario().cluster.preset == "host") {  // sim/host_collective_progress.h
     polled_.emplace(timers_, ops_, [this](int unit) { return ranks_[unit].computing > 0; });
     flows_->set_polled(&*polled_);
+    if (options_.calibration->rank_speed_spread() > 0)  // sim/rank_speed_lag.h
+      lag_.emplace(ranks_.size(), options_.calibration->rank_speed_spread(), options_.calibration->collective_wait_s());
   }
 }
 
@@ -256,6 +258,8 @@ void ReplayEngine::launch(uint32_t op) {
     else ++r.communicating;
     ++r.active[o.component];
   }
+  if (lag_ && o.kind == NetOp::kCollective && schedule_.group(o.group).ranks.size() >= 2)
+    if (const double wait = lag_->delay_s(o.parties, now_); wait > 0) return timers_.launch_op(now_ + wait, op);
   flows_->launch(op, now_);
 }
 
@@ -275,6 +279,7 @@ Component ReplayEngine::component_of(const NetOp& o) {
 
 void ReplayEngine::on_timer(const Timer& t) {
   if (t.kind == Timer::kComputeDone) return compute_done(t);
+  if (t.kind == Timer::kLaunchOp) return flows_->launch(t.target, now_);
   if (t.kind == Timer::kNetFlowsDone) return flows_->alone_flows_done(t.target, t.first_task, now_);
   if (t.kind == Timer::kPolledOpDone) return polled_->done(t.target, t.first_task) ? complete_op(t.target) : void();
   if (t.kind == Timer::kNetOpDone || flows_->next_phase(t.target, now_)) complete_op(t.target);
@@ -316,6 +321,7 @@ void ReplayEngine::compute_done(const Timer& t) {
 void ReplayEngine::complete_op(uint32_t op) {
   std::vector<Party> parties = std::move(ops_[op].parties);
   const bool copy = ops_[op].kind == NetOp::kCopy || ops_[op].kind == NetOp::kHostMemory;
+  if (lag_ && ops_[op].kind == NetOp::kCollective) lag_->synchronised(parties, now_);
   const uint8_t component = ops_[op].component;
   ops_.release(op);
   for (const Party& p : parties) {

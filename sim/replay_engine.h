@@ -53,6 +53,7 @@
 #include "sim/net_op.h"
 #include "sim/net_op_matcher.h"
 #include "sim/program_info.h"
+#include "sim/rank_speed_lag.h"
 #include "sim/rank_state.h"
 #include "sim/replay_progress.h"
 #include "sim/simulation.h"
@@ -104,6 +105,7 @@ class ReplayEngine {
   std::optional<NetOpMatcher> matcher_;
   std::optional<FlowLauncher> flows_;
   std::optional<HostCollectiveProgress> polled_;  // the host platform with a calibration
+  std::optional<RankSpeedLag> lag_;  // the host platform with a profile that measured the ranks' spread
   TimerQueue timers_;
   std::vector<int8_t> group_crosses_nodes_;  // by group id: -1 not yet known
   double now_ = 0;

@@ -21,6 +21,7 @@ struct Timer {
     kNetOpDone,     // a network op is over (closed form, calibrated, or nothing to move)
     kNetFlowsDone,  // the flows of a phase costed alone end (first_task: the op's generation)
     kPolledOpDone,  // a host collective's polled work ends (sim/host_collective_progress.h; first_task: generation)
+    kLaunchOp,      // a host collective starts after the slower rank's lag (sim/rank_speed_lag.h)
   };
   double t = 0;
   uint64_t seq = 0;  // insertion order: breaks ties
@@ -40,6 +41,8 @@ class TimerQueue {
   void net_op_done(double t, uint32_t op) { push(t, Timer::kNetOpDone, op, 0, 0); }
   void net_flows_done(double t, uint32_t op, uint32_t generation) { push(t, Timer::kNetFlowsDone, op, generation, 0); }
   void polled_op_done(double t, uint32_t op, uint32_t generation) { push(t, Timer::kPolledOpDone, op, generation, 0); }
+
+  void launch_op(double t, uint32_t op) { push(t, Timer::kLaunchOp, op, 0, 0); }
 
   bool empty() const { return heap_.empty(); }
   const Timer& top() const { return heap_.top(); }

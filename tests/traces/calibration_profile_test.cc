@@ -129,6 +129,15 @@ TEST(Calibration, RefusesAProfileThatWouldNotCalibrate) {
   EXPECT_CONTAINS(error_with([](auto& p) { p.mutable_collectives(0)->set_group_size(0); }), "group size 0");
   EXPECT_CONTAINS(error_with([](auto& p) { p.mutable_collectives(0)->set_op(6); }), "op 6 out of range");
   EXPECT_CONTAINS(error_with([](auto& p) { p.mutable_collectives(0)->set_median_s(INFINITY); }), "is not a time");
+  // The ranks' speed spread: (largest - smallest) / mean of non-negative times, below 2.
+  for (double bad : {double(NAN), -0.01, 2.0}) {
+    EXPECT_CONTAINS(error_with([&](auto& p) { p.set_rank_speed_spread(bad); }),
+                    "calibration profile p.pb: rank_speed_spread " + std::to_string(bad) + " is not a spread in [0, 2)");
+    EXPECT_CONTAINS(error_with([&](auto& p) { p.mutable_runs(0)->set_rank_speed_spread(bad); }),
+                    "): rank_speed_spread " + std::to_string(bad) + " is not a spread in [0, 2)");
+    EXPECT_CONTAINS(error_with([&](auto& p) { p.mutable_runs(0)->set_rank_speed_spread(bad); }),
+                    "calibration profile p.pb: runs entry 0 (");
+  }
 }
 
 TEST(Calibration, ReadsOnlyRegularFiles) {
@@ -262,6 +271,42 @@ TEST(Calibration, SeveralRunsTakeTheMedianOverRunsOfEachRunsMean) {
   EXPECT_NEAR(p.collectives(0).mean_s(), 3 * ms, 1e-12);
   EXPECT_NEAR(p.collectives(0).mean_wait_s(), 1.5 * ms, 1e-12);
   EXPECT_EQ(p.runs_size(), 3);
+}
+
+// The sample program on both ranks, task t of rank r lasting (t + 1) ms x factor[r] (the
+// kernels on the compute stream: gemm 2 ms, attention 7 ms, layernorm 8 ms, 17 ms at factor 1);
+// `skip` (>= 0): rank 1 leaves that task out of its trace.
+proto::Trace measured_at(const Schedule& s, double f0, double f1, int skip = -1) {
+  TraceBuilder b(s, "host", "test");
+  for (int rank = 0; rank < 2; ++rank) {
+    b.begin_rank(s.program(rank));
+    for (int t = 0; t < testing::kSampleTasks; ++t)
+      if (rank == 0 || t != skip) b.task(rank, TaskId(t), 0.1 * t, 0.1 * t + 1e-3 * (t + 1) * (rank ? f1 : f0));
+  }
+  return b.finish();
+}
+
+// The ranks' unequal speed (CalibrationRun.rank_speed_spread, CalibrationProfile.rank_speed_spread):
+// ranks at 1 and 1 + x of the same kernels give (largest - smallest) / mean = x / (1 + x / 2):
+//   run a, rank 1 10 % slower: 0.1 / 1.05 = 0.0952381; run b, rank 0 20 % slower: 0.2 / 1.1 =
+//   0.1818182; run c, equal: 0 (measured). The profile: their median, 0.0952381.
+// A run whose rank 1 ran fewer kernels (its layernorm left out: not the same work) measures none:
+// its entry is 0 and the median is over the other runs, here run a alone.
+TEST(Calibration, TheRanksSpeedSpreadIsTheMedianOverRunsOfTheirKernelTimesSpread) {
+  const Schedule s = testing::sample_schedule();
+  const proto::Trace a = measured_at(s, 1, 1.1), b = measured_at(s, 1.2, 1), c = measured_at(s, 1, 1);
+  const proto::CalibrationProfile p = make_calibration(s, {{&a, "a"}, {&b, "b"}, {&c, "c"}});
+  ASSERT_EQ(p.runs_size(), 3);
+  EXPECT_NEAR(p.runs(0).rank_speed_spread(), 0.1 / 1.05, 1e-12);
+  EXPECT_NEAR(p.runs(1).rank_speed_spread(), 0.2 / 1.1, 1e-12);
+  EXPECT_EQ(p.runs(2).rank_speed_spread(), 0);
+  EXPECT_NEAR(p.rank_speed_spread(), 0.1 / 1.05, 1e-12);
+
+  const proto::Trace d = measured_at(s, 1, 1.3, 7);
+  const proto::CalibrationProfile q = make_calibration(s, {{&a, "a"}, {&d, "d"}});
+  EXPECT_EQ(q.runs(1).rank_speed_spread(), 0);
+  EXPECT_NEAR(q.rank_speed_spread(), 0.1 / 1.05, 1e-12);
+  EXPECT_EQ(make_calibration(s, d, "d").rank_speed_spread(), 0);
 }
 
 // The runs' machine state probes (Trace.state_probe): per field the median over the runs that

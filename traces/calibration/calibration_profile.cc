@@ -46,6 +46,22 @@ std::string format_marker(std::string_view bytes) {
 }
 using CollectiveKey = std::tuple<int, int, int, int64_t>;
 
+// The ranks' unequal speed in one run: (largest - smallest) / mean of the ranks' kernel time on the
+// compute stream, when every rank ran the same kernels (shape by shape, as many of each) and each
+// some; none otherwise (one rank, or ranks that do different work, as pipeline stages do: their times
+// differ by their work, not by their cores' speed). Ranks at mean x (1 -+ s/2) give s.
+// -1 when it measures none.
+double rank_speed_spread(const std::vector<std::pair<double, std::map<KernelKey, int>>>& rank_work) {
+  if (rank_work.size() < 2) return -1;
+  double lo = HUGE_VAL, hi = 0, sum = 0;
+  for (const auto& [busy, kernels_run] : rank_work) {
+    if (kernels_run != rank_work.front().second || !(busy > 0)) return -1;
+    lo = std::min(lo, busy), hi = std::max(hi, busy), sum += busy;
+  }
+  const double spread = (hi - lo) / (sum / double(rank_work.size()));
+  return spread < 2 ? spread : -1;  // 2 and more: not a drift of speeds (the profile's bound)
+}
+
 }  // namespace
 
 proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace& trace,
@@ -118,9 +134,13 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
   std::map<size_t, std::pair<double, uint32_t>> overhead;
   uint32_t overhead_n = 0;
   const bool polled = first.backend() == "host";
+  // The ranks' unequal speed by run (CalibrationRun.rank_speed_spread).
+  std::vector<double> speed_spread(runs.size(), -1);  // -1: not measured
   for (size_t run = 0; run < runs.size(); ++run) {
     const proto::Trace& trace = *runs[run].trace;
     const std::string& trace_name = runs[run].name;
+    // Per rank of the run: its kernels' time on the compute stream and which kernels it ran.
+    std::vector<std::pair<double, std::map<KernelKey, int>>> rank_work;
     for (const proto::Rank& r : trace.ranks()) {
       if (r.rank() < 0 || r.rank() >= s.world_size())
         throw Error("calibrate: " + trace_name + " has rank " + std::to_string(r.rank()) + ", the schedule " +
@@ -142,6 +162,7 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
       // (instance, start, end), to take the first out of the second.
       std::vector<std::pair<double, double>> busy_spans;
       std::vector<std::tuple<Instance, double, double>> polled_collectives;
+      auto& [busy, kernels_run] = rank_work.emplace_back();
       for (int i = 0; i < e.task_id_size(); ++i) {
         const TaskId id = e.task_id(i);
         if (id >= p.tasks.size())
@@ -157,6 +178,7 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
           kernel_runs[k][run].push_back(d);
           if (!kernel_labels.count(k)) kernel_labels[k] = task_label(s, p, t);
           if (polled) busy_spans.push_back({e.start_s(i), e.end_s(i)});
+          if (t.stream == Stream::kCompute) busy += d, ++kernels_run[k];
         } else if (const Collective* c = std::get_if<Collective>(&t.op)) {
           const ProcessGroup& g = s.group(c->group);
           CollectiveKey k{int(c->op), int(g.kind), int(g.ranks.size()), c->bytes};
@@ -227,6 +249,7 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
         ++n, ++overhead_n;
       }
     }
+    speed_spread[run] = rank_speed_spread(rank_work);
   }
   // Collective instances pooled (median_s, samples) and by run (mean_s, mean_wait_s: the median
   // over the runs of each run's mean, as for kernels).
@@ -254,14 +277,20 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
   prof.set_machine(first.machine());
   prof.set_scenario_digest(first.scenario_digest());
   prof.set_ranks(uint32_t(first.world_size()));
-  for (const NamedTrace& run : runs) {
-    const RunSpread sp = run_spread(*run.trace);
+  std::vector<double> measured_spreads;
+  for (size_t run = 0; run < runs.size(); ++run) {
+    const RunSpread sp = run_spread(*runs[run].trace);
     proto::CalibrationRun* cr = prof.add_runs();
-    cr->set_name(run.name);
+    cr->set_name(runs[run].name);
     cr->set_steps(uint32_t(sp.steps));
     cr->set_iteration_s(sp.median_s);
     cr->set_relative_iqr(sp.relative_iqr);
+    cr->set_rank_speed_spread(std::max(0.0, speed_spread[run]));
+    if (speed_spread[run] >= 0) measured_spreads.push_back(speed_spread[run]);
   }
+  // Which core is slower changes from run to run: the spread is kept without its sign, the median
+  // over the runs as for every other quantity of several runs.
+  prof.set_rank_speed_spread(measured_spreads.empty() ? 0 : median_of(std::move(measured_spreads)));
   // The runs' machine state (Trace.state_probe): per field the median over the runs that took it
   // (`tandem calibrate --state-probe` replaces it with probes taken alone before the runs).
   {
@@ -404,6 +433,15 @@ proto::CalibrationProfile parse_calibration(const std::string& bytes, const std:
   }
   if (bad_time(prof.task_overhead_s()))
     throw Error(head + "task_overhead_s " + std::to_string(prof.task_overhead_s()) + " is not a time");
+  // (largest - smallest) / mean of non-negative times lies in [0, ranks); beyond 2 the slower rank's
+  // drift (spread / 2 of the time) would exceed the time itself.
+  auto bad_spread = [](double s) { return !std::isfinite(s) || s < 0 || s >= 2; };
+  for (int i = 0; i < prof.runs_size(); ++i)
+    if (bad_spread(prof.runs(i).rank_speed_spread()))
+      throw Error(head + "runs entry " + std::to_string(i) + " (\"" + prof.runs(i).name() + "\"): rank_speed_spread " +
+                  std::to_string(prof.runs(i).rank_speed_spread()) + " is not a spread in [0, 2)");
+  if (bad_spread(prof.rank_speed_spread()))
+    throw Error(head + "rank_speed_spread " + std::to_string(prof.rank_speed_spread()) + " is not a spread in [0, 2)");
   return prof;
 }
 

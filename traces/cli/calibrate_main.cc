@@ -159,6 +159,9 @@ int main(int argc, char** argv) {
                 << (prof.blas_threads_per_rank() == 1 ? "" : "s") << " per rank, " << prof.cores()
                 << " cores; time between kernels " << prof.task_overhead_s() * 1e6 << " us (mean of "
                 << prof.overhead_samples() << ")\n";
+    if (prof.backend() == "host" && prof.rank_speed_spread() > 0)  // sim/rank_speed_lag.h
+      std::cout << "  ranks' speed spread: " << prof.rank_speed_spread() * 100
+                << " % (median over the runs of the ranks' kernel-time (largest - smallest) / mean)\n";
     std::cout.flush();
     print_runs(prof);
     return 0;
