@@ -70,6 +70,7 @@ void ReplayEngine::prepare() {
   if (options_.calibration && schedule_.scenario().cluster.preset == "host") {  // sim/host_collective_progress.h
     polled_.emplace(timers_, ops_, [this](int unit) { return ranks_[unit].computing > 0; });
     flows_->set_polled(&*polled_);
+    gaps_.emplace(ranks_.size());
   }
 }
 
@@ -256,6 +257,7 @@ void ReplayEngine::launch(uint32_t op) {
     else ++r.communicating;
     ++r.active[o.component];
   }
+  if (gaps_ && o.kind == NetOp::kCollective) o.gap_s = gaps_->gap_s(o.parties);
   flows_->launch(op, now_);
 }
 
@@ -316,6 +318,8 @@ void ReplayEngine::compute_done(const Timer& t) {
 void ReplayEngine::complete_op(uint32_t op) {
   std::vector<Party> parties = std::move(ops_[op].parties);
   const bool copy = ops_[op].kind == NetOp::kCopy || ops_[op].kind == NetOp::kHostMemory;
+  if (gaps_ && ops_[op].kind == NetOp::kCollective && schedule_.group(ops_[op].group).ranks.size() >= 2)
+    gaps_->ended(parties, now_);
   const uint8_t component = ops_[op].component;
   ops_.release(op);
   for (const Party& p : parties) {
