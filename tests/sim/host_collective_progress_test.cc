@@ -21,12 +21,16 @@ namespace {
 
 // A host profile: the GEMM 8x8x8 at 10 us, 1 us between kernels (so 11 us a GEMM); the all-reduce
 // of 2 ranks (data-parallel group) of 4096 B at 30 us and of 64 B at 5 us, no wait.
-std::shared_ptr<const CalibrationTable> profile() {
+proto::CalibrationProfile gemm_profile() {
   Compute g;
   g.kernel = Kernel::kGemm;
   g.dtype = DType::kBf16;
   g.dims = {8, 8, 8, 0, 0, 0};
-  proto::CalibrationProfile p = host_profile(g, 10e-6, 1e-6);
+  return host_profile(g, 10e-6, 1e-6);
+}
+
+std::shared_ptr<const CalibrationTable> profile() {
+  proto::CalibrationProfile p = gemm_profile();
   for (auto [bytes, s] : {std::pair<int64_t, double>{4096, 30e-6}, {64, 5e-6}}) {
     proto::CollectiveTime* c = p.add_collectives();
     c->set_op(uint32_t(CollectiveOp::kAllReduce));
@@ -118,11 +122,7 @@ TEST(HostCollectiveProgress, OneComputingRankHoldsTheCollectiveForBoth) {
 // (traces/calibration/collective_probe_table.h) at 20 us back to back and at 60 us after a gap
 // of 200 us (sim/host_collective_model.h: linear in the gap between them, 60 us past 200 us).
 std::shared_ptr<const CalibrationTable> gap_profile() {
-  Compute g;
-  g.kernel = Kernel::kGemm;
-  g.dtype = DType::kBf16;
-  g.dims = {8, 8, 8, 0, 0, 0};
-  proto::CalibrationProfile p = host_profile(g, 10e-6, 1e-6);
+  proto::CalibrationProfile p = gemm_profile();
   add_collective_probe(p, {{CollectiveOp::kAllReduce, 2, 1024, 20e-6, 3, 0},
                            {CollectiveOp::kAllReduce, 2, 1024, 60e-6, 3, 200e-6}});
   return std::make_shared<const CalibrationTable>(load_profile(p, "host-gap-test"));
