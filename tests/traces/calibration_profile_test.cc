@@ -374,14 +374,17 @@ TEST(CollectiveProbe, PlanAndFile) {
 // The probe's gaps (session 17): each point carries the seconds the ranks spun before each call, a
 // sixth column; a file of five columns (written before it) reads as gap 0. Repetitions fall with
 // the gap (probe_reps(bytes, gap)): at 0 probe_reps(bytes) (31 at 4 KiB), at 0.5 ms at most 15, 9 at
-// 2 ms, 7 at 4 ms, 5 at 8 ms.
+// 2 ms and up to 64 KiB at every gap, above 64 KiB 7 at 4 ms and 5 at 8 ms.
 TEST(CollectiveProbe, GapsInTheFileAndTheProfile) {
   EXPECT_EQ(probe_reps(4096, 0), 31);
   EXPECT_EQ(probe_reps(4096, 0.5e-3), 15);
   EXPECT_EQ(probe_reps(4 << 20, 0.5e-3), 7);
   EXPECT_EQ(probe_reps(4096, 2e-3), 9);
-  EXPECT_EQ(probe_reps(4096, 4e-3), 7);
-  EXPECT_EQ(probe_reps(4096, 8e-3), 5);
+  EXPECT_EQ(probe_reps(4096, 4e-3), 9);
+  EXPECT_EQ(probe_reps(4096, 8e-3), 9);
+  EXPECT_EQ(probe_reps(128 << 10, 2e-3), 9);
+  EXPECT_EQ(probe_reps(128 << 10, 4e-3), 7);
+  EXPECT_EQ(probe_reps(128 << 10, 8e-3), 5);
   const std::vector<CollectiveProbePoint> pts{{CollectiveOp::kAllReduce, 2, 4096, 1.25e-5, 31, 0},
                                               {CollectiveOp::kAllReduce, 2, 4096, 2.5e-5, 5, 8e-3}};
   const std::vector<CollectiveProbePoint> back = parse_probe(format_probe(pts), "probe.tsv");
