@@ -396,10 +396,14 @@ TEST(CollectiveProbe, GapsInTheFileAndTheProfile) {
   ASSERT_EQ(old.size(), 1u);
   EXPECT_EQ(old[0].gap_s, 0);
   EXPECT_EQ(old[0].reps, 3);
-  EXPECT_CONTAINS(error_of([] { parse_probe("all-reduce\t2\t64\t1e-6\t3\tsoon\n", "p.tsv"); }), "p.tsv:1: bad gap 'soon'");
-  EXPECT_CONTAINS(error_of([] { parse_probe("all-reduce\t2\t64\t1e-6\t3\t0\n\nall-reduce\t2\t64\t1e-6\t3\t-1e-3\n", "p.tsv"); }),
+  EXPECT_CONTAINS(error_of([] { parse_probe("all-reduce\t2\t64\t1e-6\t3\tsoon\n", "p.tsv"); }),
+                  "p.tsv:1: bad gap 'soon'");
+  EXPECT_CONTAINS(error_of([] {
+                    parse_probe("all-reduce\t2\t64\t1e-6\t3\t0\n\nall-reduce\t2\t64\t1e-6\t3\t-1e-3\n", "p.tsv");
+                  }),
                   "p.tsv:3: bad gap '-1e-3'");
-  EXPECT_CONTAINS(error_of([] { parse_probe("all-reduce\t2\t64\t1e-6\t3\t0\t1\n", "p.tsv"); }), "p.tsv:1: more than 6 fields");
+  EXPECT_CONTAINS(error_of([] { parse_probe("all-reduce\t2\t64\t1e-6\t3\t0\t1\n", "p.tsv"); }),
+                  "p.tsv:1: more than 6 fields");
   proto::CalibrationProfile prof;
   add_collective_probe(prof, pts);
   ASSERT_EQ(prof.collective_probe_size(), 2);
