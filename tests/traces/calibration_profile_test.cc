@@ -408,6 +408,17 @@ TEST(CollectiveProbe, GapsInTheFileAndTheProfile) {
   add_collective_probe(prof, pts);
   ASSERT_EQ(prof.collective_probe_size(), 2);
   EXPECT_NEAR(prof.collective_probe(1).gap_s(), 8e-3, 1e-15);
+  // A profile's probe entry with a gap < 0 or not finite is refused, naming the entry.
+  const Schedule s = testing::sample_schedule();
+  proto::CalibrationProfile good = make_calibration(s, measured(s));
+  add_collective_probe(good, pts);
+  EXPECT_EQ(parse_calibration(good.SerializeAsString(), "p.pb").collective_probe(1).gap_s(), 8e-3);
+  for (double gap : {-1e-3, double(NAN)}) {
+    proto::CalibrationProfile bad = good;
+    bad.mutable_collective_probe(1)->set_gap_s(gap);
+    EXPECT_CONTAINS(error_of([&] { parse_calibration(bad.SerializeAsString(), "p.pb"); }),
+                    "collective_probe entry 1: gap_s");
+  }
 }
 
 }  // namespace
