@@ -71,6 +71,16 @@ Pending MpiComm::push(Op op) {
   return Pending(ops_.size() - 1);
 }
 
+MpiComm::Scratch MpiComm::take_scratch(size_t bytes) {
+  size_t best = spare_.size();
+  for (size_t i = 0; i < spare_.size(); ++i)
+    if (spare_[i].size >= bytes && (best == spare_.size() || spare_[i].size < spare_[best].size)) best = i;
+  if (best == spare_.size()) return Scratch{std::make_unique_for_overwrite<char[]>(bytes), bytes};
+  Scratch s = std::move(spare_[best]);
+  spare_.erase(spare_.begin() + std::ptrdiff_t(best));
+  return s;
+}
+
 bool MpiComm::test(Pending p) {
   if (p == kFinished) return true;
   Op& op = ops_.at(size_t(p));
@@ -78,6 +88,7 @@ bool MpiComm::test(Pending p) {
   check(MPI_Test(&op.request, &flag, MPI_STATUS_IGNORE), "MPI_Test");
   if (!flag) return false;
   if (op.after) op.after();
+  if (op.scratch.data) spare_.push_back(std::move(op.scratch));
   op = Op();
   free_.push_back(p);
   return true;
@@ -112,10 +123,10 @@ Pending MpiComm::collective(const Collective& c, void* in, void* out) {
       const int64_t chunk = count / size;
       void* recv = out;
       if (overlaps(out, chunk * e, in, c.bytes)) {
-        op.scratch.resize(size_t(chunk * e));
-        recv = op.scratch.data();
-        char* scratch = op.scratch.data();
         const int64_t n = chunk * e;
+        op.scratch = take_scratch(size_t(n));
+        recv = op.scratch.data.get();
+        char* scratch = op.scratch.data.get();
         op.after = [scratch, out, n] { std::memcpy(out, scratch, size_t(n)); };
       }
       check(MPI_Ireduce_scatter_block(in, recv, int(chunk), type, red, comm, &op.request),
@@ -126,8 +137,9 @@ Pending MpiComm::collective(const Collective& c, void* in, void* out) {
       const int64_t chunk = count / size;
       const void* send = in;
       if (in == out) {
-        op.scratch.assign(static_cast<char*>(in), static_cast<char*>(in) + c.bytes);
-        send = op.scratch.data();
+        op.scratch = take_scratch(size_t(c.bytes));
+        std::memcpy(op.scratch.data.get(), in, size_t(c.bytes));
+        send = op.scratch.data.get();
       }
       check(MPI_Ialltoall(send, int(chunk), type, out, int(chunk), type, comm, &op.request), "MPI_Ialltoall");
       break;

@@ -7,12 +7,17 @@
 // Sizes follow the IR's nccl-tests convention (shared/schedule.h): all-gather's input is the own
 // shard of `bytes` (in place when it is the rank's slot of the output), reduce-scatter's output
 // the own shard. A reduce-scatter whose output is the rank's slot of its input (ZeRO-1's gradient
-// shard is a view of the bucket) goes through a scratch buffer, as MPI forbids aliasing.
+// shard is a view of the bucket) goes through a scratch buffer, as MPI forbids aliasing; scratch
+// buffers are kept for the next call once their op completes and are never zero-filled (the
+// reduce-scatter writes every byte of its output; the all-to-all's copy of its input likewise), so
+// a call costs no fill the schedule does not describe (docs/exec.md, session 17).
 #pragma once
 
 #include <mpi.h>
 
+#include <cstddef>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "exec/host_driver.h"
@@ -30,13 +35,20 @@ class MpiComm : public HostComm {
   bool test(Pending p) override;
 
  private:
+  // Uninitialised bytes owned by an op in flight, or kept in spare_ for a later one.
+  struct Scratch {
+    std::unique_ptr<char[]> data;
+    size_t size = 0;
+  };
   struct Op {
     MPI_Request request = MPI_REQUEST_NULL;
     std::function<void()> after;  // runs once the request completes
-    std::vector<char> scratch;
+    Scratch scratch;
     bool used = false;
   };
   Pending push(Op op);
+  // A kept scratch of at least `bytes` (the smallest that fits), else a new one; not filled.
+  Scratch take_scratch(size_t bytes);
 
   const Schedule& schedule_;
   int rank_;
@@ -45,6 +57,7 @@ class MpiComm : public HostComm {
   MPI_Comm p2p_ = MPI_COMM_NULL;
   std::vector<Op> ops_;
   std::vector<Pending> free_;
+  std::vector<Scratch> spare_;  // scratch buffers of completed ops
 };
 
 }  // namespace tandem::exec

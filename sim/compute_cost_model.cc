@@ -146,10 +146,11 @@ void CalibrationTable::add_collective(CollectiveOp op, GroupKind kind, int group
   collectives_[{int(op), int(kind), group_size, bytes}] = time_s;
 }
 
-double CalibrationTable::find_collective(CollectiveOp op, GroupKind kind, int group_size, int64_t bytes) const {
+double CalibrationTable::find_collective(CollectiveOp op, GroupKind kind, int group_size, int64_t bytes,
+                                         double gap_s) const {
   auto it = collectives_.find({int(op), int(kind), group_size, bytes});
   if (it != collectives_.end()) return it->second;
-  return host_collectives_.time_s(op, group_size, bytes);  // a host profile (sim/host_collective_model.h)
+  return host_collectives_.time_s(op, group_size, bytes, gap_s);  // a host profile (sim/host_collective_model.h)
 }
 
 double CalibrationTable::host_time(const Compute& c) const { return host_.empty() ? -1.0 : host_.time_s(c); }

@@ -55,7 +55,7 @@ class CalibrationTable {
   // Measured collectives (from a `tandem calibrate` profile): a calibrated collective takes its
   // median time instead of moving flows, so it no longer contends with other traffic.
   void add_collective(CollectiveOp op, GroupKind kind, int group_size, int64_t bytes, double time_s);
-  double find_collective(CollectiveOp op, GroupKind kind, int group_size, int64_t bytes) const;
+  double find_collective(CollectiveOp op, GroupKind kind, int group_size, int64_t bytes, double gap_s = 0) const;
   size_t collectives() const { return collectives_.size(); }
   // A profile of the host driver (backend "host") also costs the shapes it lacks, with a compute
   // model of the host fit on its kernels (sim/host_compute_model.h). Kernel times (find,

@@ -66,7 +66,7 @@ void FlowLauncher::launch(uint32_t op, double now) {
     if (members.size() <= 1 || c.bytes <= 0) return timers_.net_op_done(now, op);
     if (options_.calibration) {
       const double measured = options_.calibration->find_collective(
-          c.op, schedule_.group(o.group).kind, int(members.size()), c.bytes);
+          c.op, schedule_.group(o.group).kind, int(members.size()), c.bytes, o.gap_s);
       if (measured >= 0) {
         ++result_.calibrated_collectives;
         if (polled_) return polled_->start(op, measured, now);

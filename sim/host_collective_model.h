@@ -10,6 +10,13 @@
 // bandwidth-bound regime; below the smallest probed size the smallest's time (the latency floor);
 // above the largest, that time scaled by bytes (the bandwidth regime: the largest probed size,
 // 4 MiB, moves at the copy bandwidth, a constant per byte).
+//
+// A collective's time grows with the time since its ranks' previous collective (docs/exec.md,
+// session 17: the state its previous call left warm decays), so the probe times each size also
+// after gaps (traces/calibration/collective_probe_table.h, kProbedGapsS: 0 to 8 ms). The time at a
+// gap: the size interpolation above at each probed gap, then linear in the gap between the two
+// probed gaps around it, clamped to the smallest and the largest probed gap. A probe without gaps
+// (written before them) has gap 0 only: every gap gets its time, as before.
 #pragma once
 
 #include <array>
@@ -29,6 +36,7 @@ struct ProbedCollective {
   int group_size = 0;
   int64_t bytes = 0;
   double time_s = 0;
+  double gap_s = 0;  // the ranks' time since their previous collective (0: back to back)
 };
 
 // The profile's collective_probe entries.
@@ -47,17 +55,20 @@ class HostCollectiveModel {
   // `measured`: per op, the run's (bytes, time, weight) points; `probe`: the probed points.
   HostCollectiveModel(const std::map<int, std::vector<std::array<double, 3>>>& measured,
                       const std::vector<ProbedCollective>& probe, double wait_s = 0);
-  // Seconds (the wait included); negative when neither the probe nor the run's collectives go on.
-  double time_s(CollectiveOp op, int group_size, int64_t bytes) const;
-  // Without the wait: from the probe, else the size law.
-  double transfer_s(CollectiveOp op, int group_size, int64_t bytes) const;
+  // Seconds (the wait included) after `gap_s` since the ranks' previous collective; negative when
+  // neither the probe nor the run's collectives go on.
+  double time_s(CollectiveOp op, int group_size, int64_t bytes, double gap_s = 0) const;
+  // Without the wait: from the probe (interpolated in the gap), else the size law (no gap).
+  double transfer_s(CollectiveOp op, int group_size, int64_t bytes, double gap_s = 0) const;
   bool probed(CollectiveOp op, int group_size) const { return probe_.count({int(op), group_size}) > 0; }
 
  private:
   std::map<int, SizeLaw> by_op_;
   SizeLaw pooled_;
   double wait_s_ = 0;
-  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> probe_;  // (op, size) -> sorted (bytes, s)
+  using Sizes = std::vector<std::pair<double, double>>;  // sorted (bytes, s)
+  static double at_bytes(const Sizes& pts, int64_t bytes);
+  std::map<std::pair<int, int>, std::map<double, Sizes>> probe_;  // (op, group size) -> gap -> sizes
 };
 
 }  // namespace tandem::sim

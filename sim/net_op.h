@@ -41,6 +41,7 @@ struct NetOp {
   int32_t tag = 0;
   CopyDirection direction = CopyDirection::kH2D;
   double not_before_s = 0;  // host memory: the op ends no earlier (the step's compute time)
+  double gap_s = 0;  // collective, host platform: its ranks' time since their previous one (sim/collective_gaps.h)
   std::shared_ptr<const CollectivePlan> plan;
   ProtocolCost cost;
   size_t phase = 0;

@@ -25,24 +25,23 @@
 
 #include <vector>
 
+#include "sim/collective_gaps.h"
 #include "sim/net_op.h"
 
 namespace tandem::sim {
 
 class RankSpeedLag {
  public:
-  // `units`: the replayed states; `spread` s and `wait_s` w as above.
-  RankSpeedLag(size_t units, double spread, double wait_s);
-  // Seconds by which a collective of a group of two ranks or more whose last member arrived at `now` (the members' arrivals:
-  // Party::issued_s) starts later: max(0, s/2 L - d/2 - w), L = now - the latest of its members'
-  // previous collective ends (0: the step's start), d = the last arrival - the first.
-  double delay_s(const std::vector<Party>& members, double now) const;
-  // The members' collective ended at `now`: they are in step again.
-  void synchronised(const std::vector<Party>& members, double now);
+  // `spread` s and `wait_s` w as above.
+  RankSpeedLag(double spread, double wait_s);
+  // Seconds by which a collective of a group of two ranks or more whose last member arrived at
+  // `now` (the members' arrivals: Party::issued_s) starts later: max(0, s/2 L - d/2 - w), L = now -
+  // the latest of its members' previous collective ends as `gaps` holds them (0: the replay's
+  // start), d = the last arrival - the first.
+  double delay_s(const std::vector<Party>& members, double now, const CollectiveGaps& gaps) const;
 
  private:
   double half_spread_, wait_s_;
-  std::vector<double> last_sync_;  // by unit
 };
 
 }  // namespace tandem::sim

@@ -70,8 +70,9 @@ void ReplayEngine::prepare() {
   if (options_.calibration && schedule_.scenario().cluster.preset == "host") {  // sim/host_collective_progress.h
     polled_.emplace(timers_, ops_, [this](int unit) { return ranks_[unit].computing > 0; });
     flows_->set_polled(&*polled_);
+    gaps_.emplace(ranks_.size());
     if (options_.calibration->rank_speed_spread() > 0)  // sim/rank_speed_lag.h
-      lag_.emplace(ranks_.size(), options_.calibration->rank_speed_spread(), options_.calibration->collective_wait_s());
+      lag_.emplace(options_.calibration->rank_speed_spread(), options_.calibration->collective_wait_s());
   }
 }
 
@@ -258,8 +259,11 @@ void ReplayEngine::launch(uint32_t op) {
     else ++r.communicating;
     ++r.active[o.component];
   }
-  if (lag_ && o.kind == NetOp::kCollective && schedule_.group(o.group).ranks.size() >= 2)
-    if (const double wait = lag_->delay_s(o.parties, now_); wait > 0) return timers_.launch_op(now_ + wait, op);
+  if (gaps_ && o.kind == NetOp::kCollective) {
+    o.gap_s = gaps_->gap_s(o.parties);
+    if (lag_ && schedule_.group(o.group).ranks.size() >= 2)
+      if (const double wait = lag_->delay_s(o.parties, now_, *gaps_); wait > 0) return timers_.launch_op(now_ + wait, op);
+  }
   flows_->launch(op, now_);
 }
 
@@ -321,7 +325,8 @@ void ReplayEngine::compute_done(const Timer& t) {
 void ReplayEngine::complete_op(uint32_t op) {
   std::vector<Party> parties = std::move(ops_[op].parties);
   const bool copy = ops_[op].kind == NetOp::kCopy || ops_[op].kind == NetOp::kHostMemory;
-  if (lag_ && ops_[op].kind == NetOp::kCollective) lag_->synchronised(parties, now_);
+  if (gaps_ && ops_[op].kind == NetOp::kCollective && schedule_.group(ops_[op].group).ranks.size() >= 2)
+    gaps_->ended(parties, now_);
   const uint8_t component = ops_[op].component;
   ops_.release(op);
   for (const Party& p : parties) {

@@ -50,6 +50,7 @@
 #include "sim/host_collective_progress.h"
 #include "sim/memory_ledger.h"
 #include "sim/nccl_tuner.h"
+#include "sim/collective_gaps.h"
 #include "sim/net_op.h"
 #include "sim/net_op_matcher.h"
 #include "sim/program_info.h"
@@ -105,7 +106,8 @@ class ReplayEngine {
   std::optional<NetOpMatcher> matcher_;
   std::optional<FlowLauncher> flows_;
   std::optional<HostCollectiveProgress> polled_;  // the host platform with a calibration
-  std::optional<RankSpeedLag> lag_;  // the host platform with a profile that measured the ranks' spread
+  std::optional<CollectiveGaps> gaps_;            // likewise (sim/collective_gaps.h)
+  std::optional<RankSpeedLag> lag_;  // and a profile that measured the ranks' spread (sim/rank_speed_lag.h)
   TimerQueue timers_;
   std::vector<int8_t> group_crosses_nodes_;  // by group id: -1 not yet known
   double now_ = 0;

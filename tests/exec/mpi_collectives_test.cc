@@ -3,7 +3,13 @@
 // the root's block exactly into every member's output; a reduce leaves on its root the sum (or the
 // max) of every member's input, within fp32 rounding of the float64 sum, and an in-place reduce
 // on the root does the same. Groups whose order is not rank order check that `root` is an index
-// within the group. Run as `mpirun -n 3 mpi_collectives_test`; exit 0 when every check holds.
+// within the group. A reduce-scatter whose output is the rank's slot of its own input (ZeRO-1's
+// gradient shard, a view of the bucket: exec/mpi_comm.cc reduces it through a scratch that is kept
+// between calls and never zero-filled) leaves in that slot the sum over the members of their
+// inputs' slot and the rest of the input as it was; issued four times in a row with other values
+// and sizes (small, larger, small again, on the other group), so that a kept scratch is reused
+// holding an earlier call's sums and a larger call needs a new one.
+// Run as `mpirun -n 3 mpi_collectives_test`; exit 0 when every check holds.
 #include <mpi.h>
 
 #include <algorithm>
@@ -95,6 +101,38 @@ int run(int rank) {
       for (int i = 0; i < kCount; ++i)
         check(buf[i] == std::max(input(0, i), input(2, i)), "in-place reduce max element " + std::to_string(i));
   }
+  // Reduce-scatter into the rank's slot of its input, as ZeRO-1 issues it.
+  struct Case {
+    GroupId group;
+    int64_t count;  // elements of the whole input, a multiple of the group's size
+    int salt;       // makes every case's values differ
+  };
+  for (const Case& k : {Case{0, 999, 1}, Case{0, 1500, 2}, Case{0, 999, 3}, Case{1, 1000, 4}}) {
+    const std::vector<int>& members = schedule.group(k.group).ranks;
+    int me = -1;
+    for (size_t i = 0; i < members.size(); ++i)
+      if (members[i] == rank) me = int(i);
+    if (me < 0) continue;
+    const int64_t chunk = k.count / int64_t(members.size());
+    auto value = [&](int r, int64_t i) { return input(r, int(i) + 7919 * k.salt); };
+    std::vector<float> buf(size_t(k.count));
+    for (int64_t i = 0; i < k.count; ++i) buf[size_t(i)] = value(rank, i);
+    Collective c = collective(CollectiveOp::kReduceScatter, k.group, 0);
+    c.bytes = k.count * 4;
+    float* slot = buf.data() + me * chunk;
+    wait(comm, comm.collective(c, buf.data(), slot));
+    const std::string name = "aliased reduce-scatter (group " + std::to_string(k.group) + ", " + std::to_string(k.count) +
+                             " elements) element ";
+    for (int64_t i = 0; i < k.count; ++i) {
+      if (i / chunk == me) {
+        double ref = 0;
+        for (int r : members) ref += double(value(r, i));
+        check(std::abs(buf[size_t(i)] - ref) <= 1e-6 * (std::abs(ref) + 1), name + std::to_string(i));
+      } else {
+        check(buf[size_t(i)] == value(rank, i), name + std::to_string(i) + " off the slot changed");
+      }
+    }
+  }
   return failures;
 }
 
@@ -116,7 +154,7 @@ int main(int argc, char** argv) {
   }
   int total = 0;
   MPI_Allreduce(&bad, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0) std::printf("%s\n", total == 0 ? "broadcast and reduce: all checks hold" : "FAILED");
+  if (rank == 0) std::printf("%s\n", total == 0 ? "broadcast, reduce and aliased reduce-scatter: all checks hold" : "FAILED");
   MPI_Finalize();
   return total == 0 ? 0 : 1;
 }

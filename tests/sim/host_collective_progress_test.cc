@@ -14,18 +14,23 @@
 #include "host_profile_util.h"
 #include "sim_test_util.h"
 #include "traces/calibration/calibration_profile.h"
+#include "traces/calibration/collective_probe_table.h"
 
 namespace tandem::sim::testing {
 namespace {
 
 // A host profile: the GEMM 8x8x8 at 10 us, 1 us between kernels (so 11 us a GEMM); the all-reduce
 // of 2 ranks (data-parallel group) of 4096 B at 30 us and of 64 B at 5 us, no wait.
-std::shared_ptr<const CalibrationTable> profile() {
+proto::CalibrationProfile gemm_profile() {
   Compute g;
   g.kernel = Kernel::kGemm;
   g.dtype = DType::kBf16;
   g.dims = {8, 8, 8, 0, 0, 0};
-  proto::CalibrationProfile p = host_profile(g, 10e-6, 1e-6);
+  return host_profile(g, 10e-6, 1e-6);
+}
+
+std::shared_ptr<const CalibrationTable> profile() {
+  proto::CalibrationProfile p = gemm_profile();
   for (auto [bytes, s] : {std::pair<int64_t, double>{4096, 30e-6}, {64, 5e-6}}) {
     proto::CollectiveTime* c = p.add_collectives();
     c->set_op(uint32_t(CollectiveOp::kAllReduce));
@@ -41,7 +46,8 @@ std::shared_ptr<const CalibrationTable> profile() {
 
 // Both ranks run `build`; on the host preset or a GPU test preset. Returns the iteration time and
 // the recorded end of task `watch` on rank 0.
-std::pair<double, double> run(bool host, std::function<void(ProgramWriter&)> build, TaskId watch) {
+std::pair<double, double> run(bool host, std::function<void(ProgramWriter&)> build, TaskId watch,
+                              std::shared_ptr<const CalibrationTable> table = profile()) {
   ClusterSpec c = test_cluster(2);
   if (host) c.preset = "host";
   const Schedule s = make_schedule(c, 2, {{0, 1}, {0, 1}}, [build](int rank) {
@@ -50,7 +56,7 @@ std::pair<double, double> run(bool host, std::function<void(ProgramWriter&)> bui
     return w.p;
   });
   SimOptions o = ideal_options();
-  o.calibration = profile();
+  o.calibration = std::move(table);
   o.record_tasks = true;
   o.fold_tensor_parallel = o.fold_data_parallel = false;
   const SimResult r = simulate(s, o);
@@ -110,6 +116,51 @@ TEST(HostCollectiveProgress, OneComputingRankHoldsTheCollectiveForBoth) {
   auto [gpu, gpu_ar] = run(false, build, 0);
   EXPECT_NEAR(gpu, 30e-6, 1e-12);
   EXPECT_NEAR(gpu_ar, 30e-6, 1e-12);
+}
+
+// The same GEMM profile with no measured collective, and the 2-rank all-reduce of 1 KiB probed
+// (traces/calibration/collective_probe_table.h) at 20 us back to back and at 60 us after a gap
+// of 200 us (sim/host_collective_model.h: linear in the gap between them, 60 us past 200 us).
+std::shared_ptr<const CalibrationTable> gap_profile() {
+  proto::CalibrationProfile p = gemm_profile();
+  add_collective_probe(p, {{CollectiveOp::kAllReduce, 2, 1024, 20e-6, 3, 0},
+                           {CollectiveOp::kAllReduce, 2, 1024, 60e-6, 3, 200e-6}});
+  return std::make_shared<const CalibrationTable>(load_profile(p, "host-gap-test"));
+}
+
+TEST(HostCollectiveGap, ACollectiveAfterComputeCostsTheProbeAfterThatGap) {
+  // Tasks 0, 1: two 1 KiB all-reduces, the second after the first (gaps 0: 20 us each, 0..20 and
+  // 20..40 us); tasks 2..11: ten GEMMs (11 us each) after them, 40..150 us; task 12: the all-reduce
+  // after them, 150 - 40 = 110 us after the ranks' previous collective ended: 20 + (60 - 20) *
+  // 110 / 200 = 42 us, so 150..192 us. Rank 1 computes two GEMMs fewer (arrives at 128 us, its gap
+  // 88 us): the largest of the members' gaps is the last arrival's, 110 us, the same. On a GPU
+  // preset the gap is not tracked: 20 us, 150..170.
+  auto build = [](ProgramWriter& w) {
+    const TaskId a = w.collective(CollectiveOp::kAllReduce, 0, 1024, {}, Stream::kGradComm);
+    const TaskId b = w.collective(CollectiveOp::kAllReduce, 0, 1024, {a}, Stream::kGradComm);
+    TaskId last = w.gemm(8, 8, 8, {b});
+    for (int i = 1; i < (w.p.rank == 0 ? 10 : 8); ++i) last = w.gemm(8, 8, 8);
+    w.collective(CollectiveOp::kAllReduce, 0, 1024, {last}, Stream::kGradComm);
+  };
+  auto [host, host_second] = run(true, build, 1, gap_profile());
+  EXPECT_NEAR(host, 192e-6, 1e-12);
+  EXPECT_NEAR(host_second, 40e-6, 1e-12);
+  auto [gpu, gpu_second] = run(false, build, 1, gap_profile());
+  EXPECT_NEAR(gpu, 170e-6, 1e-12);
+  EXPECT_NEAR(gpu_second, 40e-6, 1e-12);
+}
+
+TEST(HostCollectiveGap, ACollectiveAfterALongStretchCostsTheLongestGapsTime) {
+  // As above with twenty GEMMs (40..260 us): the last all-reduce comes 220 us after the previous
+  // one, past the largest probed gap (200 us): 60 us, 260..320 us.
+  auto build = [](ProgramWriter& w) {
+    const TaskId a = w.collective(CollectiveOp::kAllReduce, 0, 1024, {}, Stream::kGradComm);
+    const TaskId b = w.collective(CollectiveOp::kAllReduce, 0, 1024, {a}, Stream::kGradComm);
+    TaskId last = w.gemm(8, 8, 8, {b});
+    for (int i = 1; i < 20; ++i) last = w.gemm(8, 8, 8);
+    w.collective(CollectiveOp::kAllReduce, 0, 1024, {last}, Stream::kGradComm);
+  };
+  EXPECT_NEAR(run(true, build, 1, gap_profile()).first, 320e-6, 1e-12);
 }
 
 }  // namespace

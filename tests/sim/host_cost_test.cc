@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -38,6 +39,43 @@ TEST(HostCollectiveModel, InterpolatesTheProbeInLogLog) {
   EXPECT_NEAR(m.time_s(CollectiveOp::kAllReduce, 2, 2048), 10e-6 * std::sqrt(2.0) + 5e-6, 1e-15);
   EXPECT_TRUE(m.probed(CollectiveOp::kAllReduce, 2));
   EXPECT_FALSE(m.probed(CollectiveOp::kAllGather, 2));
+}
+
+TEST(HostCollectiveModel, InterpolatesInTheGapBetweenProbedGaps) {
+  // all-reduce over 2 ranks probed at 1 KiB and 4 KiB after gaps 0 (10, 20 us), 2 ms (14, 40 us)
+  // and 8 ms (20, 80 us). Size first at each gap (log-log as above: 2 KiB at gap g is
+  // sqrt(t(1 KiB) t(4 KiB))), then linear in the gap between the probed gaps around it:
+  //   1 KiB after 1 ms: halfway from 0 to 2 ms, (10 + 14) / 2 = 12 us;
+  //   4 KiB after 5 ms: halfway from 2 to 8 ms, (40 + 80) / 2 = 60 us;
+  //   2 KiB after 5 ms: (sqrt(14 * 40) + sqrt(20 * 80)) / 2 us;
+  //   past 8 ms the 8 ms times (4 KiB 80 us; 8 KiB scaled by bytes, 160 us).
+  std::vector<ProbedCollective> probe;
+  for (auto [gap, t1, t4] : {std::array<double, 3>{0, 10e-6, 20e-6}, {2e-3, 14e-6, 40e-6}, {8e-3, 20e-6, 80e-6}}) {
+    probe.push_back({CollectiveOp::kAllReduce, 2, 1024, t1, gap});
+    probe.push_back({CollectiveOp::kAllReduce, 2, 4096, t4, gap});
+  }
+  const HostCollectiveModel m({}, probe, 5e-6);
+  EXPECT_NEAR(m.transfer_s(CollectiveOp::kAllReduce, 2, 2048, 0), 10e-6 * std::sqrt(2.0), 1e-15);
+  EXPECT_NEAR(m.transfer_s(CollectiveOp::kAllReduce, 2, 1024, 1e-3), 12e-6, 1e-15);
+  EXPECT_NEAR(m.transfer_s(CollectiveOp::kAllReduce, 2, 4096, 5e-3), 60e-6, 1e-15);
+  EXPECT_NEAR(m.transfer_s(CollectiveOp::kAllReduce, 2, 2048, 5e-3), (std::sqrt(560.0) + 40) / 2 * 1e-6, 1e-15);
+  EXPECT_NEAR(m.transfer_s(CollectiveOp::kAllReduce, 2, 4096, 2e-3), 40e-6, 1e-15);
+  EXPECT_NEAR(m.transfer_s(CollectiveOp::kAllReduce, 2, 4096, 30e-3), 80e-6, 1e-15);
+  EXPECT_NEAR(m.transfer_s(CollectiveOp::kAllReduce, 2, 8192, 30e-3), 160e-6, 1e-15);
+  EXPECT_NEAR(m.time_s(CollectiveOp::kAllReduce, 2, 4096, 5e-3), 65e-6, 1e-15);  // the wait added as before
+  // A probe of gap 0 only (written before the gaps): every gap gets the back-to-back time.
+  const HostCollectiveModel old({}, {probe[0], probe[1]});
+  EXPECT_NEAR(old.transfer_s(CollectiveOp::kAllReduce, 2, 4096, 5e-3), 20e-6, 1e-15);
+  // The profile's entries carry their gap.
+  proto::CalibrationProfile p;
+  proto::CollectiveProbe* c = p.add_collective_probe();
+  c->set_op(uint32_t(CollectiveOp::kAllGather));
+  c->set_group_size(2);
+  c->set_bytes(64);
+  c->set_time_s(3e-6);
+  c->set_gap_s(2e-3);
+  ASSERT_EQ(probed_collectives(p).size(), 1u);
+  EXPECT_EQ(probed_collectives(p)[0].gap_s, 2e-3);
 }
 
 TEST(HostCollectiveModel, FallsBackToTheRunsSizeLaw) {

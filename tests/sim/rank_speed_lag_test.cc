@@ -115,13 +115,14 @@ TEST(RankSpeedLag, TheDelayByHand) {
   // 16 us. After a collective of units 0 and 1 that ended at 200 us: 0.05 x 140 - 1 = 6 us; a
   // collective of units 2 and 0 counts from the later of their previous collectives (unit 0's at
   // 200 us, unit 2 has none): 6 us too.
-  RankSpeedLag lag(3, 0.1, 1 * us);
-  EXPECT_EQ(lag.delay_s({{0, 0, 300 * us}, {1, 0, 340 * us}}, 340 * us), 0);
-  EXPECT_NEAR(lag.delay_s({{0, 0, 340 * us}, {1, 0, 340 * us}}, 340 * us), 16 * us, 1e-15);
-  lag.synchronised({{0, 0, 150 * us}, {1, 0, 170 * us}}, 200 * us);
-  EXPECT_NEAR(lag.delay_s({{0, 0, 340 * us}, {1, 0, 340 * us}}, 340 * us), 6 * us, 1e-15);
-  EXPECT_NEAR(lag.delay_s({{2, 0, 340 * us}, {0, 0, 340 * us}}, 340 * us), 6 * us, 1e-15);
-  EXPECT_NEAR(lag.delay_s({{2, 0, 340 * us}}, 340 * us), 16 * us, 1e-15);  // unit 2 alone: from 0
+  CollectiveGaps gaps(3);
+  const RankSpeedLag lag(0.1, 1 * us);
+  EXPECT_EQ(lag.delay_s({{0, 0, 300 * us}, {1, 0, 340 * us}}, 340 * us, gaps), 0);
+  EXPECT_NEAR(lag.delay_s({{0, 0, 340 * us}, {1, 0, 340 * us}}, 340 * us, gaps), 16 * us, 1e-15);
+  gaps.ended({{0, 0, 150 * us}, {1, 0, 170 * us}}, 200 * us);
+  EXPECT_NEAR(lag.delay_s({{0, 0, 340 * us}, {1, 0, 340 * us}}, 340 * us, gaps), 6 * us, 1e-15);
+  EXPECT_NEAR(lag.delay_s({{2, 0, 340 * us}, {0, 0, 340 * us}}, 340 * us, gaps), 6 * us, 1e-15);
+  EXPECT_NEAR(lag.delay_s({{2, 0, 340 * us}}, 340 * us, gaps), 16 * us, 1e-15);  // unit 2 alone: from 0
 }
 
 }  // namespace

@@ -416,5 +416,55 @@ TEST(CollectiveProbe, PlanAndFile) {
   EXPECT_EQ(prof.collective_probe(0).op(), uint32_t(CollectiveOp::kAllGather));
 }
 
+// The probe's gaps (session 17): each point carries the seconds the ranks spun before each call, a
+// sixth column; a file of five columns (written before it) reads as gap 0. Repetitions fall with
+// the gap (probe_reps(bytes, gap)): at 0 probe_reps(bytes) (31 at 4 KiB), at 0.5 ms at most 15, 9 at
+// 2 ms and up to 64 KiB at every gap, above 64 KiB 7 at 4 ms and 5 at 8 ms.
+TEST(CollectiveProbe, GapsInTheFileAndTheProfile) {
+  EXPECT_EQ(probe_reps(4096, 0), 31);
+  EXPECT_EQ(probe_reps(4096, 0.5e-3), 15);
+  EXPECT_EQ(probe_reps(4 << 20, 0.5e-3), 7);
+  EXPECT_EQ(probe_reps(4096, 2e-3), 9);
+  EXPECT_EQ(probe_reps(4096, 4e-3), 9);
+  EXPECT_EQ(probe_reps(4096, 8e-3), 9);
+  EXPECT_EQ(probe_reps(128 << 10, 2e-3), 9);
+  EXPECT_EQ(probe_reps(128 << 10, 4e-3), 7);
+  EXPECT_EQ(probe_reps(128 << 10, 8e-3), 5);
+  const std::vector<CollectiveProbePoint> pts{{CollectiveOp::kAllReduce, 2, 4096, 1.25e-5, 31, 0},
+                                              {CollectiveOp::kAllReduce, 2, 4096, 2.5e-5, 5, 8e-3}};
+  const std::vector<CollectiveProbePoint> back = parse_probe(format_probe(pts), "probe.tsv");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].gap_s, 0);
+  EXPECT_NEAR(back[1].gap_s, 8e-3, 1e-15);
+  EXPECT_NEAR(back[1].time_s, 2.5e-5, 1e-15);
+  const std::vector<CollectiveProbePoint> old = parse_probe("all-gather\t2\t64\t1e-6\t3\n", "old.tsv");
+  ASSERT_EQ(old.size(), 1u);
+  EXPECT_EQ(old[0].gap_s, 0);
+  EXPECT_EQ(old[0].reps, 3);
+  EXPECT_CONTAINS(error_of([] { parse_probe("all-reduce\t2\t64\t1e-6\t3\tsoon\n", "p.tsv"); }),
+                  "p.tsv:1: bad gap 'soon'");
+  EXPECT_CONTAINS(error_of([] {
+                    parse_probe("all-reduce\t2\t64\t1e-6\t3\t0\n\nall-reduce\t2\t64\t1e-6\t3\t-1e-3\n", "p.tsv");
+                  }),
+                  "p.tsv:3: bad gap '-1e-3'");
+  EXPECT_CONTAINS(error_of([] { parse_probe("all-reduce\t2\t64\t1e-6\t3\t0\t1\n", "p.tsv"); }),
+                  "p.tsv:1: more than 6 fields");
+  proto::CalibrationProfile prof;
+  add_collective_probe(prof, pts);
+  ASSERT_EQ(prof.collective_probe_size(), 2);
+  EXPECT_NEAR(prof.collective_probe(1).gap_s(), 8e-3, 1e-15);
+  // A profile's probe entry with a gap < 0 or not finite is refused, naming the entry.
+  const Schedule s = testing::sample_schedule();
+  proto::CalibrationProfile good = make_calibration(s, measured(s));
+  add_collective_probe(good, pts);
+  EXPECT_EQ(parse_calibration(good.SerializeAsString(), "p.pb").collective_probe(1).gap_s(), 8e-3);
+  for (double gap : {-1e-3, double(NAN)}) {
+    proto::CalibrationProfile bad = good;
+    bad.mutable_collective_probe(1)->set_gap_s(gap);
+    EXPECT_CONTAINS(error_of([&] { parse_calibration(bad.SerializeAsString(), "p.pb"); }),
+                    "collective_probe entry 1: gap_s");
+  }
+}
+
 }  // namespace
 }  // namespace tandem

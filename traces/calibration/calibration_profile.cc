@@ -424,6 +424,7 @@ proto::CalibrationProfile parse_calibration(const std::string& bytes, const std:
     if (c.bytes() < 1) throw Error(at + "bytes " + std::to_string(c.bytes()) + " < 1");
     if (bad_time(c.time_s()) || c.time_s() == 0)
       throw Error(at + "time_s " + std::to_string(c.time_s()) + " is not a positive time");
+    if (bad_time(c.gap_s())) throw Error(at + "gap_s " + std::to_string(c.gap_s()) + " is not a time >= 0");
   }
   for (int i = 0; i < prof.memory_ops_size(); ++i) {
     const proto::MemoryOpTime& m = prof.memory_ops(i);

@@ -38,12 +38,20 @@ std::vector<int64_t> probe_bytes(int group_size) {
 
 int probe_reps(int64_t bytes) { return bytes <= (int64_t(64) << 10) ? 31 : bytes <= (int64_t(1) << 20) ? 15 : 7; }
 
+int probe_reps(int64_t bytes, double gap_s) {
+  if (gap_s <= 0) return probe_reps(bytes);
+  if (gap_s < 1e-3) return std::min(probe_reps(bytes), 15);
+  // Up to 64 KiB 9 at every longer gap: after 4-8 ms single calls of the small sizes scatter by 2-4x
+  // (interrupts in the gap), and 42 of the 60 points cost ~1.6 s more so (a call costs the gap).
+  return bytes <= (int64_t(64) << 10) || gap_s < 3e-3 ? 9 : gap_s < 6e-3 ? 7 : 5;
+}
+
 std::string format_probe(const std::vector<CollectiveProbePoint>& points) {
   std::string out;
   char line[160];
   for (const CollectiveProbePoint& p : points) {
-    std::snprintf(line, sizeof line, "%s\t%d\t%lld\t%.9e\t%d\n", to_string(p.op), p.group_size, (long long)p.bytes,
-                  p.time_s, p.reps);
+    std::snprintf(line, sizeof line, "%s\t%d\t%lld\t%.9e\t%d\t%.9e\n", to_string(p.op), p.group_size,
+                  (long long)p.bytes, p.time_s, p.reps, p.gap_s);
     out += line;
   }
   return out;
@@ -57,18 +65,21 @@ std::vector<CollectiveProbePoint> parse_probe(const std::string& text, const std
     if (line.empty()) continue;
     auto bad = [&](const std::string& what) {
       return Error(path + ":" + std::to_string(no) + ": " + what +
-                   " (expected op<TAB>group_size<TAB>bytes<TAB>time_s<TAB>reps)");
+                   " (expected op<TAB>group_size<TAB>bytes<TAB>time_s<TAB>reps[<TAB>gap_s])");
     };
     std::istringstream ls(line);
-    std::string f[5];
-    for (int i = 0; i < 5; ++i)
-      if (!std::getline(ls, f[i], i == 4 ? '\n' : '\t')) throw bad("missing field");
+    std::vector<std::string> f;
+    for (std::string v; std::getline(ls, v, '\t');) f.push_back(v);
+    if (f.size() < 5) throw bad("missing field");
+    if (f.size() > 6) throw bad("more than 6 fields");
     CollectiveProbePoint p;
     if (!op_from_name(f[0], &p.op)) throw bad("unknown collective '" + f[0] + "'");
     if (!parse_whole(f[1], &p.group_size) || p.group_size < 2) throw bad("bad group size '" + f[1] + "'");
     if (!parse_whole(f[2], &p.bytes) || p.bytes < 1) throw bad("bad bytes '" + f[2] + "'");
     if (!parse_whole(f[3], &p.time_s) || !std::isfinite(p.time_s) || p.time_s <= 0) throw bad("bad time '" + f[3] + "'");
     if (!parse_whole(f[4], &p.reps) || p.reps < 1) throw bad("bad repetitions '" + f[4] + "'");
+    if (f.size() == 6 && (!parse_whole(f[5], &p.gap_s) || !std::isfinite(p.gap_s) || p.gap_s < 0))
+      throw bad("bad gap '" + f[5] + "'");
     out.push_back(p);
   }
   if (out.empty()) throw Error(path + ": a collective probe with no point");
@@ -83,6 +94,7 @@ void add_collective_probe(proto::CalibrationProfile& profile, const std::vector<
     e->set_bytes(p.bytes);
     e->set_time_s(p.time_s);
     e->set_reps(uint32_t(p.reps));
+    e->set_gap_s(p.gap_s);
   }
 }
 
