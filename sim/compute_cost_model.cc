@@ -41,19 +41,27 @@ CalibrationTable CalibrationTable::load(const std::string& path, const MachineSt
   const std::string bytes = read_input_file(path, "calibration file", kMaxProfileBytes);
   if (calibration_file_kind(bytes, path) != CalibrationFileKind::kProfile)
     throw Error(path + ": --state-probe needs a profile from tandem calibrate, not a text table", ErrorKind::kBadInput);
-  proto::CalibrationProfile profile = parse_calibration(bytes, path);
-  if (profile.backend() != "host")
-    throw Error(path + ": --state-probe needs a host profile (this one is of backend '" + profile.backend() + "')",
+  const proto::CalibrationProfile all = parse_calibration(bytes, path);
+  if (all.backend() != "host")
+    throw Error(path + ": --state-probe needs a host profile (this one is of backend '" + all.backend() + "')",
                 ErrorKind::kBadInput);
-  const MachineStateProbe then = profile_state_probe(profile);
-  if (!then.valid())
+  if (!profile_state_probe(all).valid())
     throw Error(path + ": --state-probe: the profile holds no machine state probe (its runs were measured by a "
                 "tandem run that took none; calibrate again)", ErrorKind::kBadInput);
-  const StateRatios r = tandem::state_ratios(now, then);
-  scale_to_state(profile, r);
+  if (!now.valid()) throw Error(path + ": --state-probe: a probe without positive times", ErrorKind::kBadInput);
+  // The calibrated state `now` falls in, else the nearest, scaled (traces/calibration/machine_states.h).
+  const StateChoice choice = choose_state(all, now);
+  proto::CalibrationProfile profile = profile_in_state(all, choice.state);
+  const MachineStateProbe then = profile_state_probe(profile);
+  if (!then.valid())
+    throw Error(path + ": --state-probe: the profile's state " + std::to_string(choice.state) +
+                " holds no complete machine state probe", ErrorKind::kBadInput);
+  StateRatios r;
+  if (!choice.matched) scale_to_state(profile, r = tandem::state_ratios(now, then));
   CalibrationTable t = from_profile(profile);
-  t.has_state_ = true;
+  t.has_state_ = !choice.matched;
   t.state_ = r;
+  t.state_choice_ = choice;
   return t;
 }
 
@@ -66,7 +74,7 @@ CalibrationTable CalibrationTable::from_profile(const proto::CalibrationProfile&
     const bool host = profile.backend() == "host";
     if (host) t.overhead_s_ = profile.task_overhead_s(), t.host_memory_ = HostMemoryModel(profile);
     if (host) t.blas_threads_per_rank_ = int(profile.blas_threads_per_rank()), t.cores_ = int(profile.cores());
-    if (host) t.rank_speed_spread_ = profile.rank_speed_spread(), t.collective_wait_s_ = mean_collective_wait_s(profile);
+    if (host) t.rank_speed_spread_ = profile.rank_speed_spread();
     t.host_profile_ = host;
     for (const proto::CalibrationRun& r : profile.runs())
       t.runs_.push_back({int(r.steps()), r.iteration_s(), r.relative_iqr()});

@@ -27,6 +27,7 @@
 #include "sim/kernel_curves.h"
 #include "sim/prediction_interval_calibrated.h"
 #include "traces/calibration/machine_state_probe.h"
+#include "traces/calibration/machine_states.h"
 
 namespace tandem::sim {
 
@@ -43,10 +44,12 @@ class CalibrationTable {
   // regular file or over kMaxProfileBytes (shared/input_file.h), empty, a table with no entry, a
   // bad line, a trace or other file given as a profile (traces/calibration/calibration_profile.h).
   static CalibrationTable load(const std::string& path);
-  // A host profile predicted for the machine's state now (`tandem sim --state-probe`,
-  // traces/calibration/machine_state_probe.h): its communication, Alloc/Free and kernel costs each
-  // scaled by the probe's ratio of `now` to the profile's own probe for that kind of cost. Error (bad input) when the
-  // file is not a host profile or holds no state probe (calibrated from runs that took none).
+  // A host profile predicted for the machine's state now (`tandem sim --state-probe`): when `now`
+  // falls in one of the profile's calibrated machine states (traces/calibration/machine_states.h),
+  // that state's runs' costs as measured; otherwise the nearest state's communication, Alloc/Free
+  // and kernel costs each scaled by the probe's ratio of `now` to that state's probe for that kind
+  // of cost (traces/calibration/machine_state_probe.h). Error (bad input) when the file is not a
+  // host profile or holds no state probe (calibrated from runs that took none).
   static CalibrationTable load(const std::string& path, const MachineStateProbe& now);
   void add(Kernel k, DType t, const std::array<int64_t, 6>& dims, double time_s);
   // The measured time, or a negative value when the table does not cover the task.
@@ -78,15 +81,20 @@ class CalibrationTable {
   // table) and the wait every collective it costs already holds (host_collective_model.h,
   // mean_collective_wait_s): what sim/rank_speed_lag.h adds at a collective beyond it.
   double rank_speed_spread() const { return rank_speed_spread_; }
-  double collective_wait_s() const { return collective_wait_s_; }
-  // The ratios a --state-probe prediction scaled by; has_state() false otherwise.
+  double collective_wait_s() const { return host_collectives_.wait_s(); }
+  // The ratios a --state-probe prediction scaled by (its probe fell in no calibrated state);
+  // has_state() false otherwise.
   bool has_state() const { return has_state_; }
   const StateRatios& state_ratios() const { return state_; }
+  // A --state-probe prediction: the calibrated state it took (traces/calibration/machine_states.h;
+  // matched: the probe fell in it and its costs are that state's runs', unscaled). states 0 otherwise.
+  const StateChoice& state_choice() const { return state_choice_; }
 
  private:
   bool host_profile_ = false;
   bool has_state_ = false;
   StateRatios state_;
+  StateChoice state_choice_;
   static CalibrationTable from_profile(const proto::CalibrationProfile& profile);
   static CalibrationTable load_table(const std::string& bytes, const std::string& path);
   std::vector<CalibrationRunSpread> runs_;
@@ -94,7 +102,7 @@ class CalibrationTable {
   HostMemoryModel host_memory_;
   HostComputeModel host_;
   double overhead_s_ = 0;
-  double rank_speed_spread_ = 0, collective_wait_s_ = 0;
+  double rank_speed_spread_ = 0;
   // Host profiles: the collectives a profile lacks (sim/host_collective_model.h).
   HostCollectiveModel host_collectives_;
   std::map<std::tuple<int, int, std::array<int64_t, 6>>, double> table_;

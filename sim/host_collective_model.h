@@ -61,6 +61,8 @@ class HostCollectiveModel {
   // Without the wait: from the probe (interpolated in the gap), else the size law (no gap).
   double transfer_s(CollectiveOp op, int group_size, int64_t bytes, double gap_s = 0) const;
   bool probed(CollectiveOp op, int group_size) const { return probe_.count({int(op), group_size}) > 0; }
+  // The wait every time_s holds (the constructor's wait_s: the profile's mean_collective_wait_s).
+  double wait_s() const { return wait_s_; }
 
  private:
   std::map<int, SizeLaw> by_op_;

@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
       ("protocol", po::value(&protocol), "NCCL protocol: auto, LL, LL128 or Simple")
       ("ideal-network", "links at datasheet bandwidth, no protocol costs (alpha-beta closed forms)")
       ("calibration", po::value(&calibration_path), "measured kernel times: a profile from tandem calibrate (.pb) or a TSV (kernel, dtype, dims, time_us)")
-      ("state-probe", po::value(&state_probe_path), "with a host --calibration profile: a machine state probe taken now (tandem run --probe-state FILE -n RANKS); the profile's collectives and Allocs/Frees are scaled by its zero-fill ratio to the calibration runs' probe, kernels and the time between them by its compute ratio (docs/exec.md, session 14)")
+      ("state-probe", po::value(&state_probe_path), "with a host --calibration profile: a machine state probe taken now (tandem run --probe-state FILE -n RANKS), right before the run predicted. When it falls in a machine state the calibration runs were measured in (its zero fill within 12 % of that state's), the prediction takes that state's runs' costs as measured; otherwise the nearest state's collectives and Allocs/Frees are scaled by the zero-fill ratio, kernels and the time between them by the compute ratio (traces/calibration/machine_states.h, docs/exec.md sessions 14 and 18)")
       ("reserved-gib", po::value(&reserved_gib), "device memory held before the first allocation (CUDA context, NCCL)")
       ("max-memory", po::value(&max_memory_gib), "refuse a run estimated to need more than GIB of memory (default: half the RAM)")
       ("max-time", po::value(&max_time), "refuse a run estimated to take longer than DURATION of wall time: 90s, 30m, 2h; 0 for no limit (default 1h)")

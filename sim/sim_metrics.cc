@@ -41,10 +41,15 @@ void finalize_metrics(SimResult& r, const Scenario& sc, const CalibrationTable* 
     r.interval_evidence = c.evidence;
     r.interval_spread_half_width = c.spread_half_width;
     r.interval_calibration_runs = int(calibration->runs().size());
-    if (calibration->has_state())
-      r.state_communication_ratio = calibration->state_ratios().communication,
-      r.state_memory_ratio = calibration->state_ratios().memory,
+    const StateChoice& choice = calibration->state_choice();
+    if (choice.states > 0) {  // a --state-probe prediction; ratios 1 when its probe fell in a calibrated state
+      r.state_communication_ratio = calibration->state_ratios().communication;
+      r.state_memory_ratio = calibration->state_ratios().memory;
       r.state_compute_ratio = calibration->state_ratios().compute;
+      r.calibrated_state = (choice.state < 0 ? 0 : choice.state) + 1;
+      r.calibrated_states = choice.states;
+      r.state_matched = choice.matched;
+    }
   } else if (!r.oom && !r.ranks.empty()) {
     iv = prediction_interval(t, r.ranks[r.slowest_rank].component_s, ResidualTable::builtin());
   }

@@ -39,7 +39,7 @@ namespace {
 std::string interval_evidence_text(const SimResult& r) {
   if (r.interval_evidence == IntervalEvidence::kReferenceResiduals)
     return "from each cost component's residuals on the reference data, docs/sim.md";
-  const bool scaled = r.state_communication_ratio > 0;  // a --state-probe prediction: its own residuals
+  const bool scaled = r.scaled_to_state();  // a --state-probe prediction scaled: its own residuals
   const HostBenchResiduals& bench = HostBenchResiduals::builtin(scaled);
   std::string s = "evidence " + std::string(interval_evidence_name(r.interval_evidence)) + ": ";
   if (r.interval_spread_half_width >= 0)
@@ -48,10 +48,13 @@ std::string interval_evidence_text(const SimResult& r) {
          format_number("%.1f", 100 * r.interval_spread_half_width) + " % and ";
   s += "the host twin bench's residuals (" + std::to_string(bench.rows) + " rows, " +
        HostBenchResiduals::builtin_file(scaled) + "), the wider per side";
-  if (r.state_communication_ratio > 0)
-    s += "; costs scaled to the machine's state now (state probe: communication x" +
-         format_number("%.3f", r.state_communication_ratio) + ", Allocs/Frees x" +
-         format_number("%.3f", r.state_memory_ratio) + ", kernels x" +
+  const std::string state = "state " + std::to_string(r.calibrated_state) + " of " + std::to_string(r.calibrated_states);
+  if (r.state_matched)
+    s += "; for the machine's state now (state probe): calibrated " + state + ", its runs' costs as measured";
+  else if (r.state_communication_ratio > 0)
+    s += "; costs scaled to the machine's state now (the state probe fell in no calibrated state; the nearest, " +
+         state + ", scaled: communication x" + format_number("%.3f", r.state_communication_ratio) +
+         ", Allocs/Frees x" + format_number("%.3f", r.state_memory_ratio) + ", kernels x" +
          format_number("%.3f", r.state_compute_ratio) + ")";
   return s;
 }
@@ -173,7 +176,7 @@ void write_json(std::ostream& out, const Schedule& schedule, const SimResult& r)
     j.key("evidence").string(interval_evidence_name(r.interval_evidence));
     j.key("calibration_runs").integer(r.interval_calibration_runs);
     if (r.interval_spread_half_width >= 0) num("calibration_spread_half_width", r.interval_spread_half_width);
-    const HostBenchResiduals& bench = HostBenchResiduals::builtin(r.state_communication_ratio > 0);
+    const HostBenchResiduals& bench = HostBenchResiduals::builtin(r.scaled_to_state());
     j.key("host_bench_residuals").begin_object().key("rows").integer(bench.rows);
     num("q10", bench.q10);
     num("q50", bench.q50);
@@ -184,6 +187,9 @@ void write_json(std::ostream& out, const Schedule& schedule, const SimResult& r)
       num("communication_ratio", r.state_communication_ratio);
       num("memory_ratio", r.state_memory_ratio);
       num("compute_ratio", r.state_compute_ratio);
+      j.key("calibrated_state").integer(r.calibrated_state);
+      j.key("calibrated_states").integer(r.calibrated_states);
+      j.key("matched").boolean(r.state_matched);
       j.end_object();
     }
   }

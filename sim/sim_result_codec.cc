@@ -83,6 +83,9 @@ std::string encode_sim_result(const SimResult& r) {
   p.set_state_communication_ratio(r.state_communication_ratio);
   p.set_state_memory_ratio(r.state_memory_ratio);
   p.set_state_compute_ratio(r.state_compute_ratio);
+  p.set_calibrated_state(r.calibrated_state);
+  p.set_calibrated_states(r.calibrated_states);
+  p.set_state_matched(r.state_matched);
   return p.SerializeAsString();
 }
 
@@ -158,6 +161,9 @@ SimResult decode_sim_result(const std::string& bytes) {
   r.state_communication_ratio = p.state_communication_ratio();
   r.state_memory_ratio = p.state_memory_ratio();
   r.state_compute_ratio = p.state_compute_ratio();
+  r.calibrated_state = p.calibrated_state();
+  r.calibrated_states = p.calibrated_states();
+  r.state_matched = p.state_matched();
   return r;
 }
 

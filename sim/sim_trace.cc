@@ -32,7 +32,7 @@ void write_sim_trace(const Schedule& schedule, const SimResult& r, const std::st
   header.set_iteration_time_low_s(r.iteration_time_low_s);
   header.set_iteration_time_high_s(r.iteration_time_high_s);
   if (r.interval_evidence != IntervalEvidence::kReferenceResiduals) {  // sim/prediction_interval_calibrated.h
-    const HostBenchResiduals& bench = HostBenchResiduals::builtin(r.state_communication_ratio > 0);
+    const HostBenchResiduals& bench = HostBenchResiduals::builtin(r.scaled_to_state());
     proto::IntervalEvidence& e = *header.mutable_interval_evidence();
     e.set_name(interval_evidence_name(r.interval_evidence));
     e.set_calibration_runs(uint32_t(r.interval_calibration_runs));
@@ -44,6 +44,9 @@ void write_sim_trace(const Schedule& schedule, const SimResult& r, const std::st
     e.set_state_communication_ratio(r.state_communication_ratio);
     e.set_state_memory_ratio(r.state_memory_ratio);
     e.set_state_compute_ratio(r.state_compute_ratio);
+    e.set_calibrated_state(uint32_t(r.calibrated_state));
+    e.set_calibrated_states(uint32_t(r.calibrated_states));
+    e.set_state_matched(r.state_matched);
   }
   TraceWriter writer(path, header);
   proto::Rank record;

@@ -157,9 +157,16 @@ struct SimResult {
   double interval_spread_half_width = -1;
   int interval_calibration_runs = 0;
   // A --state-probe prediction (sim/compute_cost_model.h): the ratios of the machine state probe
-  // now to the calibration's that its communication, Alloc/Free and kernel costs were scaled by;
-  // 0: none.
+  // now to the calibration's that its communication, Alloc/Free and kernel costs were scaled by
+  // (1 when the probe fell in a calibrated state: that state's costs, unscaled); 0: none.
   double state_communication_ratio = 0, state_memory_ratio = 0, state_compute_ratio = 0;
+  // The calibrated machine state it took (traces/calibration/machine_states.h): 1-based, of how
+  // many; 0 of 0 for any other prediction. state_matched: the probe fell in it.
+  int calibrated_state = 0, calibrated_states = 0;
+  bool state_matched = false;
+  // Its costs were scaled to the probe (it fell in no calibrated state): its interval takes the
+  // scaled predictions' residuals (sim/prediction_interval_calibrated.h).
+  bool scaled_to_state() const { return state_communication_ratio > 0 && !state_matched; }
 
   // What the simulator did.
   uint64_t flows = 0;

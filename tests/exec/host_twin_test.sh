@@ -9,7 +9,8 @@
 # taken the same way, alone right before each calibration run (`tandem calibrate --state-probe`),
 # the runs' own probes in their JSON, and `tandem compare` showing the interval's evidence beside the
 # error. A derivable check of the calibration's state: a profile calibrated with the same probe file
-# three times (--state-probe F x3: their median is F) scales a prediction to F by exactly 1. Timing on a
+# three times (--state-probe F x3: their median is F) holds one machine state, the one a prediction
+# probed with F falls in (traces/calibration/machine_states.h): state 1 of 1, unscaled. Timing on a
 # shared machine is noisy (docs/exec.md, "Measurement noise": IQRs of 10-30 % under load), so an
 # attempt over the bound is retried, calibration included, up to 3 times: a model regression (the
 # GPU-roofline fallback was +3076 %, the median-based profile -50 %) fails every attempt, a noisy
@@ -43,6 +44,7 @@ for attempt in 1 2 3; do
 import json, sys
 r = json.load(open(sys.argv[1]))["prediction_interval"]["state_probe"]
 assert all(abs(r[k] - 1) < 1e-9 for k in ("communication_ratio", "memory_ratio", "compute_ratio")), r
+assert (r["calibrated_state"], r["calibrated_states"], r["matched"]) == (1, 1, True), r
 PY
   fi
   python3 - "$tmp/state.json" "$tmp/meas.json" <<'PY'
@@ -52,6 +54,7 @@ m = json.load(open(sys.argv[2]))
 ratios = s.get("state_probe", {})
 assert s.get("evidence") == "calibration-spread+host-bench-residuals", s
 assert all(ratios.get(k, 0) > 0 for k in ("communication_ratio", "memory_ratio", "compute_ratio")), s
+assert 1 <= ratios["calibrated_state"] <= ratios["calibrated_states"] <= 3, s  # three calibration runs
 assert all(m["state_probe"][k] > 0 for k in ("allreduce_256b_s", "allreduce_16kib_s", "zero_fill_1mib_s", "compute_s")), m
 PY
   if python3 - "$tmp/pred.json" "$tmp/meas.json" "$attempt" <<'PY'

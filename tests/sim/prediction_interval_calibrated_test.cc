@@ -17,6 +17,7 @@
 #include "sim/simulation.h"
 #include "traces/calibration/calibration_profile.h"
 #include "traces/calibration/machine_state_probe.h"
+#include "traces/calibration/machine_states.h"
 #include "host_profile_util.h"
 #include "sim_test_util.h"
 
@@ -170,8 +171,10 @@ TEST(CalibratedInterval, AHostProfilesPredictionTakesItAndSaysSo) {
 
 // A prediction scaled to the machine's state (--state-probe) takes the residuals of scaled
 // predictions (host_twin_residuals_scaled.tsv), not the plain ones, and names that table. The probe
-// now equals the profile's (every ratio 1), so the prediction is 36 us as above and h = 0.0950016;
-// the bounds follow from the scaled table's quantiles.
+// now has the profile's compute time and 1.5x its zero fill (12 us against 8: ln 1.5 = 0.41, beyond
+// the 12 % of traces/calibration/machine_states.h, so in no calibrated state and scaled): the
+// kernels scale by 1, so the prediction is 36 us as above (the three GEMMs have no collective or
+// Alloc for the 1.5 to scale) and h = 0.0950016; the bounds follow from the scaled table's quantiles.
 TEST(CalibratedInterval, AStateScaledPredictionTakesTheScaledPredictionsResiduals) {
   const HostBenchResiduals& scaled = HostBenchResiduals::builtin(true);
   std::string header;
@@ -184,6 +187,7 @@ TEST(CalibratedInterval, AStateScaledPredictionTakesTheScaledPredictionsResidual
   MachineStateProbe now;
   now.allreduce_256b_s = 0.5e-6, now.allreduce_16kib_s = 3e-6, now.zero_fill_1mib_s = 8e-6, now.compute_s = 2e-6;
   set_profile_state_probe(p, {now}, true);
+  now.zero_fill_1mib_s = 12e-6;
   const std::string path = "/tmp/tandem-scaled-interval-test-" + std::to_string(getpid()) + ".pb";
   write_calibration(p, path);
   auto table = std::make_shared<const CalibrationTable>(CalibrationTable::load(path, now));
@@ -193,7 +197,12 @@ TEST(CalibratedInterval, AStateScaledPredictionTakesTheScaledPredictionsResidual
   o.calibration = table;
   const SimResult r = simulate(s, o);
   ASSERT_NEAR(r.iteration_time_s, 36e-6, 1e-12);
-  EXPECT_EQ(r.state_memory_ratio, 1.0);
+  EXPECT_DOUBLE_EQ(r.state_memory_ratio, 1.5);
+  EXPECT_DOUBLE_EQ(r.state_compute_ratio, 1.0);
+  EXPECT_FALSE(r.state_matched);
+  EXPECT_TRUE(r.scaled_to_state());
+  EXPECT_EQ(r.calibrated_state, 1);
+  EXPECT_EQ(r.calibrated_states, 1);
   const double h = 0.0950016;
   EXPECT_NEAR(r.iteration_time_low_s, std::min(36e-6, 36e-6 * (scaled.q50 - std::max(scaled.q50 - scaled.q10, h))), 1e-10);
   EXPECT_NEAR(r.iteration_time_high_s, std::max(36e-6, 36e-6 * (scaled.q50 + std::max(scaled.q90 - scaled.q50, h))),
@@ -205,6 +214,63 @@ TEST(CalibratedInterval, AStateScaledPredictionTakesTheScaledPredictionsResidual
   EXPECT_NE(text.str().find(std::to_string(scaled.rows) + " rows, traces/calibration/host_twin_residuals_scaled.tsv"),
             std::string::npos)
       << text.str();
+}
+
+// A probe that falls in one of the profile's calibrated machine states (traces/calibration/
+// machine_states.h) takes that state's runs as measured: no scaling, the plain residual table, and
+// the state's own runs for the spread. The profile pools three runs (kernel 10 us, as above) and
+// holds two states: zero fill 8 us (two runs, kernel 10 us) and 11 us (one run, kernel 20 us, its
+// iteration 66 us). A probe of 11.5 us (ln(11.5 / 11) = 0.044 <= 0.12; ln(11.5 / 8) = 0.36) falls
+// in the second: three GEMMs of 20 us, each after the 2 us between kernels, 66 us; the interval's
+// spread from that state's one run (IQR 0.10: h = 0.0950016, as the single run above), against the
+// plain table's quantiles. Without the change the pooled 10 us kernel gave 36 us, scaled by 1.
+TEST(CalibratedInterval, AProbeInACalibratedStatePredictsFromThatStatesRunsUnscaled) {
+  const HostBenchResiduals& plain = HostBenchResiduals::builtin(false);
+  proto::CalibrationProfile p = testing::host_profile(gemm8(), 10e-6, 2e-6);
+  for (double it : {36e-6, 36e-6, 66e-6}) {
+    proto::CalibrationRun* run = p.add_runs();
+    run->set_name("cal.trace"), run->set_steps(39), run->set_iteration_s(it), run->set_relative_iqr(0.02);
+  }
+  MachineStateProbe fast, slow, now;
+  fast.allreduce_256b_s = 0.5e-6, fast.allreduce_16kib_s = 3e-6, fast.zero_fill_1mib_s = 8e-6, fast.compute_s = 2e-6;
+  slow = fast, slow.zero_fill_1mib_s = 11e-6, slow.compute_s = 2.2e-6;
+  now = slow, now.zero_fill_1mib_s = 11.5e-6, now.compute_s = 2.6e-6;
+  set_profile_state_probe(p, {fast, fast, slow}, true);
+  proto::CalibrationProfile first = testing::host_profile(gemm8(), 10e-6, 2e-6);
+  *first.mutable_runs() = {p.runs().begin(), p.runs().begin() + 2};
+  set_profile_state_probe(first, {fast, fast}, true);
+  proto::CalibrationProfile second = testing::host_profile(gemm8(), 20e-6, 2e-6);
+  proto::CalibrationRun* run = second.add_runs();
+  run->set_name("cal3.trace"), run->set_steps(39), run->set_iteration_s(66e-6), run->set_relative_iqr(0.10);
+  set_profile_state_probe(second, {slow}, true);
+  add_state(p, first);
+  add_state(p, second);
+  const std::string path = "/tmp/tandem-state-matched-test-" + std::to_string(getpid()) + ".pb";
+  write_calibration(p, path);
+  auto table = std::make_shared<const CalibrationTable>(CalibrationTable::load(path, now));
+  std::remove(path.c_str());
+  const Schedule s = three_gemms("host");
+  SimOptions o = testing::ideal_options();
+  o.calibration = table;
+  const SimResult r = simulate(s, o);
+  ASSERT_NEAR(r.iteration_time_s, 66e-6, 1e-12);
+  EXPECT_TRUE(r.state_matched);
+  EXPECT_FALSE(r.scaled_to_state());
+  EXPECT_EQ(r.calibrated_state, 2);
+  EXPECT_EQ(r.calibrated_states, 2);
+  EXPECT_EQ(r.state_compute_ratio, 1.0);  // not 2.6 / 2.2: no scaling inside a state
+  EXPECT_EQ(r.interval_calibration_runs, 1);
+  const double h = 0.0950016;
+  EXPECT_NEAR(r.iteration_time_low_s, std::min(66e-6, 66e-6 * (plain.q50 - std::max(plain.q50 - plain.q10, h))), 1e-10);
+  EXPECT_NEAR(r.iteration_time_high_s, std::max(66e-6, 66e-6 * (plain.q50 + std::max(plain.q90 - plain.q50, h))), 1e-10);
+  std::ostringstream text;
+  write_summary(text, s, r);
+  EXPECT_NE(text.str().find(std::to_string(plain.rows) + " rows, traces/calibration/host_twin_residuals.tsv"),
+            std::string::npos)
+      << text.str();
+  EXPECT_NE(text.str().find("calibrated state 2 of 2, its runs' costs as measured"), std::string::npos) << text.str();
+  const std::string j = json_of(s, r);
+  EXPECT_NE(j.find("\"calibrated_state\": 2, \"calibrated_states\": 2, \"matched\": true"), std::string::npos) << j;
 }
 
 TEST(CalibratedInterval, AnUncalibratedOrTableCalibratedPredictionKeepsTheReferenceResiduals) {

@@ -13,6 +13,7 @@
 #include "shared/input_file.h"
 #include "traces/atomic_file.h"
 #include "traces/calibration/machine_state_probe.h"
+#include "traces/calibration/machine_states.h"
 #include "traces/scenario_digest.h"
 #include "traces/task_label.h"
 #include "traces/trace_io.h"
@@ -373,12 +374,10 @@ CalibrationFileKind calibration_file_kind(std::string_view bytes, const std::str
   return CalibrationFileKind::kTable;
 }
 
-proto::CalibrationProfile parse_calibration(const std::string& bytes, const std::string& path) {
-  const std::string head = "calibration profile " + path + ": ";
-  proto::CalibrationProfile prof;
-  if (!prof.ParseFromString(bytes) || prof.format() != kCalibrationFormat)
-    throw Error(head + "not a tandem calibration profile (expected format " + kCalibrationFormat +
-                "; write one with `tandem calibrate`)");
+namespace {
+
+// The range checks of parse_calibration on `prof`'s entries; `head` names the file (and the state).
+void check_entries(const proto::CalibrationProfile& prof, const std::string& head) {
   if (prof.kernels_size() == 0 && prof.collectives_size() == 0)
     throw Error(head + "holds no kernel or collective time: it would calibrate nothing");
   auto bad_time = [](double t) { return !std::isfinite(t) || t < 0; };
@@ -443,6 +442,25 @@ proto::CalibrationProfile parse_calibration(const std::string& bytes, const std:
                   std::to_string(prof.runs(i).rank_speed_spread()) + " is not a spread in [0, 2)");
   if (bad_spread(prof.rank_speed_spread()))
     throw Error(head + "rank_speed_spread " + std::to_string(prof.rank_speed_spread()) + " is not a spread in [0, 2)");
+}
+
+}  // namespace
+
+proto::CalibrationProfile parse_calibration(const std::string& bytes, const std::string& path) {
+  const std::string head = "calibration profile " + path + ": ";
+  proto::CalibrationProfile prof;
+  if (!prof.ParseFromString(bytes) || prof.format() != kCalibrationFormat)
+    throw Error(head + "not a tandem calibration profile (expected format " + kCalibrationFormat +
+                "; write one with `tandem calibrate`)");
+  check_entries(prof, head);
+  // Each machine state's own times (traces/calibration/machine_states.h), checked as the profile's.
+  for (int i = 0; i < prof.states_size(); ++i) {
+    const std::string at = head + "states entry " + std::to_string(i) + ": ";
+    const double fill = prof.states(i).state_probe().zero_fill_1mib_s();
+    if (!std::isfinite(fill) || fill <= 0)
+      throw Error(at + "state_probe zero_fill_1mib_s " + std::to_string(fill) + " is not a positive time");
+    check_entries(profile_in_state(prof, i), at);
+  }
   return prof;
 }
 

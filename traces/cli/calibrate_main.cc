@@ -3,7 +3,9 @@
 // (traces/calibration/calibration_profile.h), for `tandem sim --calibration PROFILE`. The scenario
 // (with the same --set) names the schedule the traces were measured on; its digest must match
 // theirs. Prints each run's iteration time and step spread and the spread between the runs, and
-// warns (exit 0) when a run's steps spread more than kNoisyRunRelativeIqr.
+// warns (exit 0) when a run's steps spread more than kNoisyRunRelativeIqr. With one state probe
+// per run (--state-probe), groups the runs by machine state (traces/calibration/machine_states.h)
+// and warns when they span more than one.
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +26,7 @@
 #include "traces/calibration/collective_probe_table.h"
 #include "traces/calibration/gemm_probe.h"
 #include "traces/calibration/machine_state_probe.h"
+#include "traces/calibration/machine_states.h"
 #include "traces/trace_io.h"
 
 extern char** environ;
@@ -90,6 +93,29 @@ void print_runs(const tandem::proto::CalibrationProfile& prof) {
                    r.name().c_str(), 100 * r.relative_iqr(), 100 * tandem::kNoisyRunRelativeIqr);
 }
 
+// With one state probe per run (taken alone right before it, in the order of the traces): the runs
+// grouped by machine state (traces/calibration/machine_states.h); with more than one group, each
+// group's own times go into prof.states. Returns the line that says the groups ("" when the probes
+// do not pair with the runs, one to one).
+std::string group_runs_by_state(tandem::proto::CalibrationProfile& prof, const tandem::Schedule& schedule,
+                                const std::vector<tandem::NamedTrace>& runs,
+                                const std::vector<tandem::MachineStateProbe>& probes) {
+  if (probes.size() != runs.size())
+    return "machine states: not told apart (" + std::to_string(probes.size()) + " state probes for " +
+           std::to_string(runs.size()) + " runs; one per run, in the order of the traces, tells them)";
+  const std::vector<std::vector<size_t>> groups = tandem::group_by_state(probes);
+  if (groups.size() > 1)
+    for (const std::vector<size_t>& g : groups) {
+      std::vector<tandem::NamedTrace> in;
+      std::vector<tandem::MachineStateProbe> probed;
+      for (size_t i : g) in.push_back(runs[i]), probed.push_back(probes[i]);
+      tandem::proto::CalibrationProfile state = tandem::make_calibration(schedule, in);
+      tandem::set_profile_state_probe(state, probed, true);
+      tandem::add_state(prof, state);
+    }
+  return tandem::describe_states(probes, groups);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,7 +127,8 @@ int main(int argc, char** argv) {
       "state-probe", po::value<std::vector<std::string>>()->composing(),
       "FILE (repeatable): a machine state probe taken alone right before a calibration run (tandem run --probe-state "
       "FILE -n RANKS), as a prediction's is; the profile's state is their median instead of the runs' own probes "
-      "(taken after their steps)")(
+      "(taken after their steps). One per run, in the order of the traces: the runs are grouped by machine state "
+      "and each state keeps its own times (tandem sim --state-probe predicts from the state it falls in)")(
       "args", po::value<std::vector<std::string>>(), "TRACE [TRACE ...] SCENARIO");
   po::variables_map vm;
   if (auto stop = tandem::parse_command_line("tandem calibrate", argc, argv, opts, {{"args", -1}}, vm)) return *stop;
@@ -119,11 +146,13 @@ int main(int argc, char** argv) {
     std::vector<tandem::NamedTrace> runs;
     for (size_t i = 0; i < traces.size(); ++i) runs.push_back({&traces[i], args[i]});
     tandem::proto::CalibrationProfile prof = tandem::make_calibration(schedule, runs);
+    std::string states_line;
     if (vm.count("state-probe")) {
       std::vector<tandem::MachineStateProbe> probes;
       for (const std::string& f : vm["state-probe"].as<std::vector<std::string>>())
         probes.push_back(tandem::parse_state_probe(tandem::read_input_file(f, "machine state probe", 1 << 16), f));
       tandem::set_profile_state_probe(prof, probes, true);
+      states_line = group_runs_by_state(prof, schedule, runs, probes);
     }
     // A host trace was measured on this machine (the probes below time it too): the placement
     // `tandem run` pinned and printed for its ranks is core_placement_for(ranks, this machine's
@@ -162,8 +191,16 @@ int main(int argc, char** argv) {
     if (prof.backend() == "host" && prof.rank_speed_spread() > 0)  // sim/rank_speed_lag.h
       std::cout << "  ranks' speed spread: " << prof.rank_speed_spread() * 100
                 << " % (median over the runs of the ranks' kernel-time (largest - smallest) / mean)\n";
+    if (!states_line.empty()) std::cout << "  " << states_line << "\n";
     std::cout.flush();
     print_runs(prof);
+    if (prof.states_size() > 1)
+      std::fprintf(stderr,
+                   "tandem calibrate: warning: the runs were measured in %d machine states (their state probes' zero "
+                   "fills, above); a prediction without --state-probe pools them and is off by the states' "
+                   "difference. Predict with tandem sim --calibration %s --state-probe NOW (NOW: tandem run "
+                   "--probe-state NOW -n %u, taken right before the run predicted)\n",
+                   prof.states_size(), out.c_str(), prof.ranks());
     return 0;
   });
 }

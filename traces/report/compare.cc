@@ -445,7 +445,9 @@ std::string comparison_json(const Comparison& c) {
     j.key("state_ratios");
     if (e.state_communication_ratio() > 0)
       j.begin_object().key("communication").number(e.state_communication_ratio()).key("memory").number(
-          e.state_memory_ratio()).key("compute").number(e.state_compute_ratio()).end_object();
+          e.state_memory_ratio()).key("compute").number(e.state_compute_ratio()).key("calibrated_state").integer(
+          e.calibrated_state()).key("calibrated_states").integer(e.calibrated_states()).key("matched").boolean(
+          e.state_matched()).end_object();
     else j.null();
     j.end_object();
   } else {
@@ -517,11 +519,20 @@ std::string interval_evidence_text(const proto::IntervalEvidence& e) {
   std::snprintf(buf, sizeof buf, "the host twin bench's residuals (%u rows, q10 %.3f, q50 %.3f, q90 %.3f), the wider per side",
                 e.bench_rows(), e.bench_q10(), e.bench_q50(), e.bench_q90());
   s += buf;
-  if (e.state_communication_ratio() > 0) {
+  if (e.state_matched()) {
+    std::snprintf(buf, sizeof buf, "; for the machine's state probed before the run: calibrated state %u of %u, its "
+                  "runs' costs as measured", e.calibrated_state(), e.calibrated_states());
+    s += buf;
+  } else if (e.state_communication_ratio() > 0) {
     std::snprintf(buf, sizeof buf, "; scaled to the machine's state probed before the run: collectives x%.3f, "
                   "Allocs/Frees x%.3f, kernels x%.3f", e.state_communication_ratio(), e.state_memory_ratio(),
                   e.state_compute_ratio());
     s += buf;
+    if (e.calibrated_states() > 0) {
+      std::snprintf(buf, sizeof buf, " (in no calibrated state; the nearest, state %u of %u)", e.calibrated_state(),
+                    e.calibrated_states());
+      s += buf;
+    }
   }
   return s;
 }
