@@ -39,11 +39,14 @@ caught a slow or noisy moment set every prediction of its profile (docs/exec.md,
 runs).
 
 Each row is also predicted for the machine's state at that moment (`tandem run --probe-state`
-right before the prediction, `tandem sim --state-probe`: the profile's collectives and Allocs/Frees
-scaled by the probe's zero-fill ratio to the calibration runs' own probes, kernels by its compute
-ratio; docs/exec.md sessions 13 and 14): columns `state pred` and `state err`, and the probe's
-ratios. Not the default prediction (session 14: it helps where the state changed and hurts where
-it did not). --no-state-probe leaves it out.
+right before the prediction, with the calibration's ranks, the 1-rank row too; `tandem sim
+--state-probe`): since session 18 the profile keeps the times of each machine state its
+calibration runs were measured in (traces/calibration/machine_states.h), and a probe that falls in
+one predicts from that state's runs unscaled; one that falls in none scales the nearest state's
+collectives and Allocs/Frees by the zero-fill ratio and its kernels by the compute ratio (sessions
+13 and 14): columns `state pred` and `state err`, and the probe's ratios (1 in a calibrated state).
+The summaries say whether all four #13 targets hold for it too, and how many probes fell in a
+calibrated state. --no-state-probe leaves it out.
 
 The calibration's side of that ratio is taken the same way (session 15): `tandem run --probe-state`
 alone right before each calibration run, given to `tandem calibrate --state-probe` (the profile's
@@ -270,6 +273,7 @@ def print_summary(rows, prefix="", state=None):
         print(f"; per-task median {100*ss['task_median']:.1f} %", end="")
     if ss["own"] is not None or ss["others"]:
         print()
+    s["state"] = ss
     return s
 
 
@@ -311,8 +315,8 @@ def single_pass(a, configs, out, cores):
     for name, ranks, extra in configs:
         pj, ptrace = predict(a.bin, name, ranks, extra, profile, out)  # the prediction first
         state = None
-        if not a.no_state_probe and ranks >= 2:  # a probe needs two ranks
-            now = probe_state(a.bin, ranks, os.path.join(out, name + ".state-probe.txt"))
+        if not a.no_state_probe:  # the machine's state, probed as the calibration's was (its ranks)
+            now = probe_state(a.bin, CALIBRATION[1], os.path.join(out, name + ".state-probe.txt"))
             state = state_predictions(a, name, ranks, extra, profile, out, now, ref)
         meas, mtrace = run(a.bin, name, ranks, extra, a.steps, out)
         records.append(row_record(a, name, ranks, pj, ptrace, meas, mtrace, os.getloadavg()[0], state, out))
@@ -344,8 +348,8 @@ def in_rounds(a, configs, out, cores):
                 continue
             _, ranks, extra = by_name[name]
             tag = f"{name}.round{r + 1}"
-            now = (probe_state(a.bin, ranks, os.path.join(out, tag + ".state-probe.txt"))
-                   if not a.no_state_probe and ranks >= 2 else None)
+            now = (probe_state(a.bin, CALIBRATION[1], os.path.join(out, tag + ".state-probe.txt"))
+                   if not a.no_state_probe else None)
             meas, mtrace = run(a.bin, tag, ranks, extra, a.steps, out)
             runs[name][r] = (meas, mtrace, os.getloadavg()[0], now)
         print(f"  round {r + 1} measured ({time.time() - started:.0f} s, load average {os.getloadavg()[0]:.1f})", flush=True)
@@ -390,14 +394,21 @@ def in_rounds(a, configs, out, cores):
     for r in range(a.rounds):
         print(f"round {r + 1} alone (single runs, the pooled profile):")
         s = print_summary(per_round[r], "  ")
-        summaries[f"round{r + 1}"] = dict(s, met=meets_targets(s))
+        summaries[f"round{r + 1}"] = dict(s, met=meets_targets(s), state_met=meets_targets(s["state"]))
     print(f"pooled over the {a.rounds} rounds (each configuration's median; per-task: the median over rounds):")
     s = print_summary(records, "  ", {x["config"]: (x["state_error_median"], x["state_per_task_median_error"])
                                       for x in records if x["state_error_median"] is not None})
-    summaries["pooled"] = dict(s, met=meets_targets(s))
+    summaries["pooled"] = dict(s, met=meets_targets(s), state_met=meets_targets(s["state"]))
     met = sum(all(summaries[f"round{r + 1}"]["met"]) for r in range(a.rounds))
     print(f"  all four #13 targets: pooled {'yes' if all(summaries['pooled']['met']) else 'no'}; "
           f"single rounds {met} of {a.rounds}")
+    smet = sum(all(summaries[f"round{r + 1}"]["state_met"]) for r in range(a.rounds))
+    print(f"  all four #13 targets for the state probed now: pooled "
+          f"{'yes' if all(summaries['pooled']['state_met']) else 'no'}; single rounds {smet} of {a.rounds}")
+    matched = [x["state_ratios"].get("matched") for rec in records for x in rec["rounds"] if x["state_predicted_s"]]
+    if matched:
+        print(f"  state probes in a calibrated state: {sum(1 for m in matched if m)} of {len(matched)} single runs "
+              f"(the others scaled from the nearest state)")
     print_coverage([x for rec in records for x in rec["rounds"]], "single runs (every round's)")
     return cal, ref, records, {"rounds": a.rounds, "seed": a.seed, "orders": [[item_label(i) for i in o] for o in orders],
                                "summaries": summaries}

@@ -54,7 +54,10 @@ expect 2 "calibration needs a measured trace" \
   "$bin/tandem-calibrate" "$dir/a.trace" "$scenario" "${sets[@]}" -o "$dir/from-sim.pb"
 [ ! -e "$dir/from-sim.pb" ] || fail "a profile was written from a predicted trace"
 expect 2 "holds no event" "$bin/tandem-calibrate" "$dir/empty.trace" "$scenario" "${sets[@]}" -o "$dir/x.pb"
-expect 0 "" "$bin/tandem-calibrate" "$dir/b.trace" "$scenario" "${sets[@]}" -o "$dir/profile.pb"
+# --no-probe: this file checks input handling; the probes (GEMM grid, 300 collective points on 4
+# ranks sharing 2 cores) took 50-60 s of the 60 s limit under a loaded ctest -j2 here (session 18)
+# and are checked by traces_calibration_end_to_end.
+expect 0 "" "$bin/tandem-calibrate" "$dir/b.trace" "$scenario" "${sets[@]}" -o "$dir/profile.pb" --no-probe
 
 # tandem sim --calibration: anything that would not calibrate is refused.
 if [ -x "$bin/tandem-sim" ]; then
