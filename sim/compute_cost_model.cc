@@ -79,6 +79,7 @@ CalibrationTable CalibrationTable::from_profile(const proto::CalibrationProfile&
     for (const proto::CalibrationRun& r : profile.runs())
       t.runs_.push_back({int(r.steps()), r.iteration_s(), r.relative_iqr()});
     std::vector<MeasuredKernel> measured;
+    double typical_sum = 0, mean_sum = 0;  // pooled_typical_: samples x median over samples x mean
     for (const proto::KernelTime& k : profile.kernels()) {
       std::array<int64_t, 6> dims{};
       for (int i = 0; i < 6; ++i) dims[i] = k.dims(i);
@@ -87,7 +88,13 @@ CalibrationTable CalibrationTable::from_profile(const proto::CalibrationProfile&
       const DType dtype = static_cast<DType>(k.dtype());
       t.add(kernel, dtype, dims, time);
       if (host) measured.push_back({Compute{kernel, dtype, Phase::kForward, 0, -1, -1, dims, {}, {}}, time, double(k.samples())});
+      if (host && k.mean_s() > 0 && k.median_s() > 0) {
+        t.typical_[{static_cast<int>(kernel), static_cast<int>(dtype), dims}] = std::min(1.0, k.median_s() / k.mean_s());
+        const double w = std::max(1u, k.samples());
+        typical_sum += w * std::min(k.median_s(), k.mean_s()), mean_sum += w * k.mean_s();
+      }
     }
+    if (mean_sum > 0) t.pooled_typical_ = typical_sum / mean_sum;
     std::vector<GemmGridPoint> probe;  // this CPU's GEMM rate (traces/calibration/gemm_probe.h)
     for (const proto::GemmProbe& g : profile.gemm_probe())
       probe.push_back({double(g.m()), double(g.n()), double(g.k()), g.time_s()});
@@ -169,6 +176,16 @@ std::string CalibrationTable::shared_cores_note(int ranks) const {
          (blas_threads_per_rank_ == 1 ? "" : "s") + " share the calibration machine's " + std::to_string(cores_) +
          " cores; the profile's kernel times are of threads with a core each, and the simulator does not model "
          "shared cores: on that machine this prediction is too fast (docs/exec.md, \"BLAS threads per rank\")";
+}
+
+double CalibrationTable::typical_fraction(const Compute& c) const {
+  if (!host_profile_) return 1;
+  const auto key = std::make_tuple(static_cast<int>(c.kernel), static_cast<int>(c.dtype), c.shape_dims());
+  if (table_.count(key)) {
+    auto it = typical_.find(key);
+    return it == typical_.end() ? 1 : it->second;
+  }
+  return host_time(c) >= 0 ? pooled_typical_ : 1;
 }
 
 double CalibrationTable::find(const Compute& c) const {
@@ -273,11 +290,19 @@ ComputeCostModel::Fp8Casts ComputeCostModel::fp8_casts(const Compute& c, bool in
   return out;
 }
 
+double ComputeCostModel::calibrated_mean_s(const Compute& c) const {
+  if (!calibration_) return -1;
+  const double t = calibration_->find(c);
+  return t >= 0 ? t : calibration_->host_time(c);  // sim/host_compute_model.h
+}
+
 double ComputeCostModel::gap_s(const Compute& c) const {
-  if (c.kernel == Kernel::kOpaque || !calibration_ || calibration_->task_overhead_s() <= 0) return 0;
-  // A kernel whose time_s comes from the calibration (a measured shape or the host model).
-  const bool calibrated = calibration_->find(c) >= 0 || calibration_->host_time(c) >= 0;
-  return calibrated ? calibration_->task_overhead_s() : 0;
+  if (c.kernel == Kernel::kOpaque || !calibration_) return 0;
+  // A kernel whose time_s comes from the calibration (a measured shape or the host model): the
+  // time between kernels and its mean's part beyond the typical execution.
+  const double mean = calibrated_mean_s(c);
+  if (mean < 0) return 0;
+  return calibration_->task_overhead_s() + mean * (1 - calibration_->typical_fraction(c));
 }
 
 HostAdamTime ComputeCostModel::host_flow(const Compute& c) const {
@@ -289,11 +314,8 @@ HostAdamTime ComputeCostModel::host_flow(const Compute& c) const {
 
 double ComputeCostModel::time_s(const Compute& c, bool on_host) const {
   if (c.kernel == Kernel::kOpaque) return opaque_s(c, on_host);
-  if (calibration_) {
-    const double t = calibration_->find(c);
-    if (t >= 0) return t;
-    if (const double h = calibration_->host_time(c); h >= 0) return h;  // sim/host_compute_model.h
-  }
+  if (const double mean = calibrated_mean_s(c); mean >= 0)  // its typical execution; the rest in gap_s
+    return mean * calibration_->typical_fraction(c);
   const double bytes = c.bytes_moved();
   if (on_host && cluster_.host_memory_bandwidth_gbps > 0)  // the cluster's host figures (sim/host_adam_cost.h)
     return host_adam_time(cluster_, ranks_on_node(cluster_), c.kernel == Kernel::kAdam ? double(c.dims[0]) : 0.0, bytes)

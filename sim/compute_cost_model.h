@@ -65,6 +65,15 @@ class CalibrationTable {
   // host_time) are the kernels' own; the runtime's measured time between kernels
   // (CalibrationProfile.task_overhead_s) is apart: task_overhead_s here, ComputeCostModel::gap_s.
   double host_time(const Compute& c) const;
+  // A host profile's kernel time (find, else host_time) is the shape's mean: a step's total is made
+  // of means. Its executions are not alike: most run near the median, and a few are stretched by
+  // what interrupts the core (timer ticks, page-table flushes, another job): the mean exceeds the
+  // median by 1-11 % on this VM (docs/exec.md "Session 18"). The fraction of the mean that is the
+  // typical execution: median / mean of the measured shape (at most 1), or for a shape the host
+  // model costs, the profile's over all its kernels (sum of samples x median over sum of samples x
+  // mean); 1 for any other table or kernel. ComputeCostModel costs the kernel at the typical part
+  // and runs the rest before it as time between tasks (gap_s), so every total stays the mean's.
+  double typical_fraction(const Compute& c) const;
   double task_overhead_s() const { return overhead_s_; }
   const HostMemoryModel& host_memory() const { return host_memory_; }  // sim/host_memory_model.h
   // A host profile's placement (CalibrationProfile.blas_threads_per_rank, cores): when `ranks`
@@ -106,6 +115,8 @@ class CalibrationTable {
   // Host profiles: the collectives a profile lacks (sim/host_collective_model.h).
   HostCollectiveModel host_collectives_;
   std::map<std::tuple<int, int, std::array<int64_t, 6>>, double> table_;
+  std::map<std::tuple<int, int, std::array<int64_t, 6>>, double> typical_;  // median / mean, host profiles
+  double pooled_typical_ = 1;
   std::map<std::tuple<int, int, int, int64_t>, double> collectives_;
 };
 
@@ -154,9 +165,11 @@ class ComputeCostModel {
   Fp8Casts fp8_casts(const Compute& c, bool input_from_norm, bool first_use_of_weight) const;
 
   // The runtime's time before a kernel the calibration costs (a host profile's task_overhead_s:
-  // the host driver's dispatch between kernels), a cost of its own beside time_s(c), which is the
-  // kernel's alone; 0 for any other kernel. The program analysis adds it to the kernel's timer and
-  // the replay records it as time between tasks, the kernel after it (ProgramInfo::gap_s).
+  // the host driver's dispatch between kernels, and the part of the kernel's mean time beyond its
+  // typical execution, CalibrationTable::typical_fraction), a cost of its own beside time_s(c),
+  // which is the kernel's typical execution alone; 0 for any other kernel. The program analysis
+  // adds it to the kernel's timer and the replay records it as time between tasks, the kernel
+  // after it (ProgramInfo::gap_s).
   double gap_s(const Compute& c) const;
 
   // The host run's Alloc/Free costs from its calibration profile (sim/host_memory_model.h), or null.
@@ -164,6 +177,8 @@ class ComputeCostModel {
 
  private:
   double gemm_s(DType t, double batch, double m, double n, double k, double bytes = -1) const;
+  // A calibrated kernel's mean time (the table's, else its host model's); negative when neither.
+  double calibrated_mean_s(const Compute& c) const;
   double stream_s(double bytes) const;
   double attention_unfused_s(const Compute& c) const;
   double opaque_s(const Compute& c, bool on_host) const;

@@ -280,6 +280,54 @@ TEST(HostTaskGap, TheTimeBetweenTasksIsRecordedBeforeTheKernelNotInIt) {
   }
 }
 
+TEST(HostTaskGap, AKernelsTimeBeyondItsMedianRunsBeforeItAsTimeBetweenTasks) {
+  // A host profile: the GEMM 8x8x8 with mean 12 us and median 10 us (three samples: one execution
+  // of three stretched), 2 us between tasks. The kernel is costed at its typical execution, 10 us
+  // = 12 x 10 / 12 (CalibrationTable::typical_fraction 10 / 12); the 2 us beyond it run before it
+  // with the 2 us between tasks: gap_s 4 us. Its whole cost stays 14 us = 12 + 2, so three of them
+  // on one rank take 42 us as before, each task [4, 14], [18, 28], [32, 42]. A GEMM the profile does
+  // not hold (16x16x16, costed by the host model fit on the one shape at its mean) takes the
+  // profile's pooled fraction, 3 x 10 / (3 x 12): time_s = host_time x 10/12, gap_s = 2 us +
+  // host_time x 2/12. Without the median's part (mean = median) nothing moves: see the test above.
+  proto::CalibrationProfile p = testing::host_profile(gemm(8, 8, 8), 12e-6, 2e-6);
+  p.mutable_kernels(0)->set_median_s(10e-6);
+  p.mutable_kernels(0)->set_samples(3);
+  auto table = std::make_shared<const CalibrationTable>(testing::load_profile(p, "host-tail-test"));
+  EXPECT_NEAR(table->typical_fraction(gemm(8, 8, 8)), 10.0 / 12, 1e-15);
+  ClusterSpec host_cluster;
+  host_cluster.preset = "host";
+  const ComputeCostModel costs(host_cluster, KernelEfficiency{}, false, table.get());
+  EXPECT_NEAR(costs.time_s(gemm(8, 8, 8)), 10e-6, 1e-15);
+  EXPECT_NEAR(costs.gap_s(gemm(8, 8, 8)), 4e-6, 1e-15);
+  const double host = table->host_time(gemm(16, 16, 16));
+  ASSERT_GT(host, 0);
+  EXPECT_NEAR(costs.time_s(gemm(16, 16, 16)), host * 10 / 12, 1e-15);
+  EXPECT_NEAR(costs.gap_s(gemm(16, 16, 16)), 2e-6 + host * 2 / 12, 1e-15);
+  // A GPU-style table (not a host profile) keeps its time whole.
+  proto::CalibrationProfile gpu = p;
+  gpu.set_backend("cuda");
+  EXPECT_EQ(testing::load_profile(gpu, "host-tail-gpu").typical_fraction(gemm(8, 8, 8)), 1.0);
+
+  ClusterSpec cluster = testing::test_cluster(1);
+  cluster.preset = "host";
+  const Schedule schedule(testing::test_scenario(cluster), 1, {},
+                          std::make_unique<testing::LambdaGenerator>([](int rank) {
+                            testing::ProgramWriter w(rank);
+                            for (int i = 0; i < 3; ++i) w.add(Stream::kCompute, gemm(8, 8, 8));
+                            return w.p;
+                          }));
+  SimOptions o = testing::ideal_options();
+  o.calibration = table;
+  o.record_tasks = true;
+  const SimResult r = simulate(schedule, o);
+  EXPECT_NEAR(r.iteration_time_s, 42e-6, 1e-12);
+  ASSERT_EQ(r.tasks.size(), 3u);
+  for (const TaskTiming& t : r.tasks) {
+    EXPECT_NEAR(t.start_s, (4 + 14 * double(t.task)) * 1e-6, 1e-12) << "task " << t.task;
+    EXPECT_NEAR(t.end_s - t.start_s, 10e-6, 1e-12) << "task " << t.task;
+  }
+}
+
 TEST(HostTaskGap, ASyntheticTraceCalibratesToItsKernelsAndItsGapAndPredictsItself) {
   // A measured host trace written by hand, one rank, everything on the compute stream: Alloc a and
   // Alloc b (1000 B each, both freed: steady-state Allocs), GEMMs 8x8x8 that take 10 us and

@@ -95,8 +95,9 @@ void print_runs(const tandem::proto::CalibrationProfile& prof) {
 
 // With one state probe per run (taken alone right before it, in the order of the traces): the runs
 // grouped by machine state (traces/calibration/machine_states.h); with more than one group, each
-// group's own times go into prof.states. Returns the line that says the groups ("" when the probes
-// do not pair with the runs, one to one).
+// group's own times go into prof.states (none with one group: the profile's own fields are that
+// state). Returns the line that says the states, or why they were not told apart (the probes do
+// not pair with the runs, one to one).
 std::string group_runs_by_state(tandem::proto::CalibrationProfile& prof, const tandem::Schedule& schedule,
                                 const std::vector<tandem::NamedTrace>& runs,
                                 const std::vector<tandem::MachineStateProbe>& probes) {
