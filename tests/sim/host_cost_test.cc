@@ -143,6 +143,17 @@ Compute gemm(int64_t m, int64_t n, int64_t k) {
   return Compute{Kernel::kGemm, DType::kFp32, Phase::kForward, 0, -1, -1, {m, n, k, 0, 0, 0}, {}, {}};
 }
 
+// One host rank running three GEMMs 8x8x8 on its compute stream.
+Schedule three_gemm8_on_one_host_rank() {
+  ClusterSpec cluster = testing::test_cluster(1);
+  cluster.preset = "host";
+  return Schedule(testing::test_scenario(cluster), 1, {}, std::make_unique<testing::LambdaGenerator>([](int rank) {
+                    testing::ProgramWriter w(rank);
+                    for (int i = 0; i < 3; ++i) w.add(Stream::kCompute, gemm(8, 8, 8));
+                    return w.p;
+                  }));
+}
+
 // A host profile: the GEMM 8x8x8 measured at 10 us, a time between kernels of 1 us, Allocs
 // 1 us + 1 ns/B (2 us at 1000 B, 4 us at 3000 B), Frees 0.5 us.
 CalibrationTable memory_profile_table() {
@@ -256,14 +267,7 @@ TEST(HostTaskGap, TheTimeBetweenTasksIsRecordedBeforeTheKernelNotInIt) {
   EXPECT_NEAR(costs.gap_s(gemm(16, 16, 16)), 2e-6, 1e-15);
   EXPECT_EQ(ComputeCostModel(host_cluster, KernelEfficiency{}, false).gap_s(gemm(8, 8, 8)), 0);
 
-  ClusterSpec cluster = testing::test_cluster(1);
-  cluster.preset = "host";
-  const Schedule schedule(testing::test_scenario(cluster), 1, {},
-                          std::make_unique<testing::LambdaGenerator>([](int rank) {
-                            testing::ProgramWriter w(rank);
-                            for (int i = 0; i < 3; ++i) w.add(Stream::kCompute, gemm(8, 8, 8));
-                            return w.p;
-                          }));
+  const Schedule schedule = three_gemm8_on_one_host_rank();
   for (bool fuse : {false, true}) {
     SimOptions o = testing::ideal_options();
     o.calibration = table;
@@ -308,14 +312,7 @@ TEST(HostTaskGap, AKernelsTimeBeyondItsMedianRunsBeforeItAsTimeBetweenTasks) {
   gpu.set_backend("cuda");
   EXPECT_EQ(testing::load_profile(gpu, "host-tail-gpu").typical_fraction(gemm(8, 8, 8)), 1.0);
 
-  ClusterSpec cluster = testing::test_cluster(1);
-  cluster.preset = "host";
-  const Schedule schedule(testing::test_scenario(cluster), 1, {},
-                          std::make_unique<testing::LambdaGenerator>([](int rank) {
-                            testing::ProgramWriter w(rank);
-                            for (int i = 0; i < 3; ++i) w.add(Stream::kCompute, gemm(8, 8, 8));
-                            return w.p;
-                          }));
+  const Schedule schedule = three_gemm8_on_one_host_rank();
   SimOptions o = testing::ideal_options();
   o.calibration = table;
   o.record_tasks = true;

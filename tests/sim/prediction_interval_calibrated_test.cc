@@ -128,6 +128,19 @@ Schedule three_gemms(const std::string& preset) {
                   }));
 }
 
+// three_gemms("host") simulated with profile `p` predicted for the machine's state `now`
+// (CalibrationTable::load(path, now), through a file named after `test` and this process).
+SimResult three_gemms_for_state(const proto::CalibrationProfile& p, const MachineStateProbe& now,
+                                const std::string& test) {
+  const std::string path = "/tmp/tandem-" + test + "-" + std::to_string(getpid()) + ".pb";
+  write_calibration(p, path);
+  auto table = std::make_shared<const CalibrationTable>(CalibrationTable::load(path, now));
+  std::remove(path.c_str());
+  SimOptions o = testing::ideal_options();
+  o.calibration = table;
+  return simulate(three_gemms("host"), o);
+}
+
 std::string json_of(const Schedule& s, const SimResult& r) {
   std::ostringstream out;
   write_json(out, s, r);
@@ -188,14 +201,8 @@ TEST(CalibratedInterval, AStateScaledPredictionTakesTheScaledPredictionsResidual
   now.allreduce_256b_s = 0.5e-6, now.allreduce_16kib_s = 3e-6, now.zero_fill_1mib_s = 8e-6, now.compute_s = 2e-6;
   set_profile_state_probe(p, {now}, true);
   now.zero_fill_1mib_s = 12e-6;
-  const std::string path = "/tmp/tandem-scaled-interval-test-" + std::to_string(getpid()) + ".pb";
-  write_calibration(p, path);
-  auto table = std::make_shared<const CalibrationTable>(CalibrationTable::load(path, now));
-  std::remove(path.c_str());
   const Schedule s = three_gemms("host");
-  SimOptions o = testing::ideal_options();
-  o.calibration = table;
-  const SimResult r = simulate(s, o);
+  const SimResult r = three_gemms_for_state(p, now, "scaled-interval-test");
   ASSERT_NEAR(r.iteration_time_s, 36e-6, 1e-12);
   EXPECT_DOUBLE_EQ(r.state_memory_ratio, 1.5);
   EXPECT_DOUBLE_EQ(r.state_compute_ratio, 1.0);
@@ -245,14 +252,8 @@ TEST(CalibratedInterval, AProbeInACalibratedStatePredictsFromThatStatesRunsUnsca
   set_profile_state_probe(second, {slow}, true);
   add_state(p, first);
   add_state(p, second);
-  const std::string path = "/tmp/tandem-state-matched-test-" + std::to_string(getpid()) + ".pb";
-  write_calibration(p, path);
-  auto table = std::make_shared<const CalibrationTable>(CalibrationTable::load(path, now));
-  std::remove(path.c_str());
   const Schedule s = three_gemms("host");
-  SimOptions o = testing::ideal_options();
-  o.calibration = table;
-  const SimResult r = simulate(s, o);
+  const SimResult r = three_gemms_for_state(p, now, "state-matched-test");
   ASSERT_NEAR(r.iteration_time_s, 66e-6, 1e-12);
   EXPECT_TRUE(r.state_matched);
   EXPECT_FALSE(r.scaled_to_state());
