@@ -170,22 +170,27 @@ double CalibrationTable::find_collective(CollectiveOp op, GroupKind kind, int gr
 
 double CalibrationTable::host_time(const Compute& c) const { return host_.empty() ? -1.0 : host_.time_s(c); }
 
-std::string CalibrationTable::shared_cores_note(int ranks) const {
-  if (blas_threads_per_rank_ <= 0 || cores_ <= 0 || int64_t(ranks) * blas_threads_per_rank_ <= cores_) return "";
-  return std::to_string(ranks) + " ranks x " + std::to_string(blas_threads_per_rank_) + " BLAS thread" +
-         (blas_threads_per_rank_ == 1 ? "" : "s") + " share the calibration machine's " + std::to_string(cores_) +
-         " cores; the profile's kernel times are of threads with a core each, and the simulator does not model "
-         "shared cores: on that machine this prediction is too fast (docs/exec.md, \"BLAS threads per rank\")";
+bool CalibrationTable::shares_cores(int ranks) const {
+  return blas_threads_per_rank_ > 0 && cores_ > 0 && int64_t(ranks) * blas_threads_per_rank_ > cores_;
 }
 
-double CalibrationTable::typical_fraction(const Compute& c) const {
-  if (!host_profile_) return 1;
+std::string CalibrationTable::shared_cores_note(int ranks) const {
+  if (!shares_cores(ranks)) return "";
+  return std::to_string(ranks) + " ranks x " + std::to_string(blas_threads_per_rank_) + " BLAS thread" +
+         (blas_threads_per_rank_ == 1 ? "" : "s") + " share the calibration machine's " + std::to_string(cores_) +
+         " cores: the simulation shares them too (the ranks computing at a moment each run at cores / their "
+         "threads of a core, at most one; a rank waiting on a collective takes none: sim/host_core_share.h)";
+}
+
+CalibrationTable::KernelCost CalibrationTable::kernel_cost(const Compute& c) const {
   const auto key = std::make_tuple(static_cast<int>(c.kernel), static_cast<int>(c.dtype), c.shape_dims());
-  if (table_.count(key)) {
-    auto it = typical_.find(key);
-    return it == typical_.end() ? 1 : it->second;
+  if (auto it = table_.find(key); it != table_.end()) {
+    if (!host_profile_) return {it->second, 1};
+    auto t = typical_.find(key);
+    return {it->second, t == typical_.end() ? 1 : t->second};
   }
-  return host_time(c) >= 0 ? pooled_typical_ : 1;
+  const double host = host_time(c);
+  return {host, host >= 0 && host_profile_ ? pooled_typical_ : 1};
 }
 
 double CalibrationTable::find(const Compute& c) const {
@@ -290,32 +295,30 @@ ComputeCostModel::Fp8Casts ComputeCostModel::fp8_casts(const Compute& c, bool in
   return out;
 }
 
-double ComputeCostModel::calibrated_mean_s(const Compute& c) const {
-  if (!calibration_) return -1;
-  const double t = calibration_->find(c);
-  return t >= 0 ? t : calibration_->host_time(c);  // sim/host_compute_model.h
+CalibrationTable::KernelCost ComputeCostModel::calibrated(const Compute& c) const {
+  return calibration_ ? calibration_->kernel_cost(c) : CalibrationTable::KernelCost{};  // host: sim/host_compute_model.h
 }
 
 double ComputeCostModel::gap_s(const Compute& c) const {
   if (c.kernel == Kernel::kOpaque || !calibration_) return 0;
   // A kernel whose time_s comes from the calibration (a measured shape or the host model): the
   // time between kernels and its mean's part beyond the typical execution.
-  const double mean = calibrated_mean_s(c);
-  if (mean < 0) return 0;
-  return calibration_->task_overhead_s() + mean * (1 - calibration_->typical_fraction(c));
+  const CalibrationTable::KernelCost k = calibrated(c);
+  if (k.mean_s < 0) return 0;
+  return calibration_->task_overhead_s() + k.mean_s * (1 - k.typical);
 }
 
 HostAdamTime ComputeCostModel::host_flow(const Compute& c) const {
   if (cluster_.host_memory_bandwidth_gbps <= 0 || c.kernel == Kernel::kOpaque) return {};
-  if (calibration_ && (calibration_->find(c) >= 0 || calibration_->host_time(c) >= 0)) return {};
+  if (calibrated(c).mean_s >= 0) return {};
   return host_adam_time(cluster_, ranks_on_node(cluster_), c.kernel == Kernel::kAdam ? double(c.dims[0]) : 0.0,
                         c.bytes_moved());
 }
 
 double ComputeCostModel::time_s(const Compute& c, bool on_host) const {
   if (c.kernel == Kernel::kOpaque) return opaque_s(c, on_host);
-  if (const double mean = calibrated_mean_s(c); mean >= 0)  // its typical execution; the rest in gap_s
-    return mean * calibration_->typical_fraction(c);
+  if (const CalibrationTable::KernelCost k = calibrated(c); k.mean_s >= 0)  // its typical execution; the rest in gap_s
+    return k.mean_s * k.typical;
   const double bytes = c.bytes_moved();
   if (on_host && cluster_.host_memory_bandwidth_gbps > 0)  // the cluster's host figures (sim/host_adam_cost.h)
     return host_adam_time(cluster_, ranks_on_node(cluster_), c.kernel == Kernel::kAdam ? double(c.dims[0]) : 0.0, bytes)

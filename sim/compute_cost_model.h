@@ -73,13 +73,23 @@ class CalibrationTable {
   // model costs, the profile's over all its kernels (sum of samples x median over sum of samples x
   // mean); 1 for any other table or kernel. ComputeCostModel costs the kernel at the typical part
   // and runs the rest before it as time between tasks (gap_s), so every total stays the mean's.
-  double typical_fraction(const Compute& c) const;
+  double typical_fraction(const Compute& c) const { return kernel_cost(c).typical; }
+  // find (else host_time) and typical_fraction in one lookup of the shape: what the simulator
+  // costs a kernel with (mean_s negative when the table does not cost it; typical 1 then).
+  struct KernelCost {
+    double mean_s = -1;
+    double typical = 1;
+  };
+  KernelCost kernel_cost(const Compute& c) const;
   double task_overhead_s() const { return overhead_s_; }
   const HostMemoryModel& host_memory() const { return host_memory_; }  // sim/host_memory_model.h
-  // A host profile's placement (CalibrationProfile.blas_threads_per_rank, cores): when `ranks`
-  // ranks of a host run on that machine would share cores (ranks x BLAS threads > cores), a note
-  // saying so and that the prediction does not model it (its kernel times are those of threads
-  // with a core each); "" otherwise, or when the profile does not record the placement.
+  // A host profile's placement (CalibrationProfile.blas_threads_per_rank, cores; 0 when the
+  // profile does not record it). shares_cores(ranks): `ranks` ranks of a host run on that machine
+  // would share its cores (ranks x BLAS threads > cores), so the replay shares them
+  // (sim/host_core_share.h); shared_cores_note says so to the user ("" when they fit).
+  int cores() const { return cores_; }
+  int blas_threads_per_rank() const { return blas_threads_per_rank_; }
+  bool shares_cores(int ranks) const;
   std::string shared_cores_note(int ranks) const;
   // A profile of the host driver (backend "host"; false for a text table or another backend):
   // its prediction interval comes from its own evidence (sim/prediction_interval_calibrated.h).
@@ -177,8 +187,9 @@ class ComputeCostModel {
 
  private:
   double gemm_s(DType t, double batch, double m, double n, double k, double bytes = -1) const;
-  // A calibrated kernel's mean time (the table's, else its host model's); negative when neither.
-  double calibrated_mean_s(const Compute& c) const;
+  // A calibrated kernel's mean time (the table's, else its host model's; negative when neither)
+  // and its typical fraction (CalibrationTable::kernel_cost); none without a calibration.
+  CalibrationTable::KernelCost calibrated(const Compute& c) const;
   double stream_s(double bytes) const;
   double attention_unfused_s(const Compute& c) const;
   double opaque_s(const Compute& c, bool on_host) const;

@@ -74,6 +74,15 @@ void ReplayEngine::prepare() {
     if (options_.calibration->rank_speed_spread() > 0)  // sim/rank_speed_lag.h
       lag_.emplace(options_.calibration->rank_speed_spread(), options_.calibration->collective_wait_s());
   }
+  // A host profile's kernel times are of a core each; ranks of the predicted run beyond the
+  // calibration machine's cores share them, whatever the scenario's cluster (`tandem run` runs
+  // every rank on the machine it runs on).
+  const CalibrationTable* cal = options_.calibration.get();
+  if (cal && cal->host_profile() && cal->shares_cores(schedule_.world_size())) {  // sim/host_core_share.h
+    std::vector<double> threads(ranks_.size());
+    for (size_t u = 0; u < ranks_.size(); ++u) threads[u] = double(layout_->lanes(int(u))) * cal->blas_threads_per_rank();
+    cores_.emplace(timers_, cal->cores(), std::move(threads));
+  }
 }
 
 void ReplayEngine::cancel_flows() {
@@ -223,7 +232,9 @@ void ReplayEngine::start_task(RankState& r, TaskId id) {
     };
     double end = run(now_, id);
     uint32_t count = 1;
-    if (options_.fuse_compute) {
+    // On shared cores a run's tasks are not fused: each one's time depends on who computes beside it.
+    const bool shared = cores_ && t.stream == Stream::kCompute;
+    if (options_.fuse_compute && !shared) {
       const auto& list = r.info->streams[s];
       TaskId cur = id;
       while (r.info->fuse_next[cur] && r.cursor[s] < list.size()) {
@@ -240,7 +251,8 @@ void ReplayEngine::start_task(RankState& r, TaskId id) {
       ++r.offloading;
       ++r.active[static_cast<int>(r.info->component[id])];
     }
-    timers_.compute_done(now_ + total, uint32_t(r.unit), id, count);
+    if (shared) cores_->start(r.unit, total, id, count, now_);
+    else timers_.compute_done(now_ + total, uint32_t(r.unit), id, count);
     return;
   }
   if (const auto* c = std::get_if<Collective>(&t.op)) return launch(matcher_->post_collective(r, id, *c, now_));
@@ -283,6 +295,10 @@ Component ReplayEngine::component_of(const NetOp& o) {
 
 void ReplayEngine::on_timer(const Timer& t) {
   if (t.kind == Timer::kComputeDone) return compute_done(t);
+  if (t.kind == Timer::kSharedComputeDone) {
+    if (const std::optional<Timer> run = cores_->done(t.first_task, now_)) compute_done(*run);
+    return;
+  }
   if (t.kind == Timer::kLaunchOp) return flows_->launch(t.target, now_);
   if (t.kind == Timer::kNetFlowsDone) return flows_->alone_flows_done(t.target, t.first_task, now_);
   if (t.kind == Timer::kPolledOpDone) return polled_->done(t.target, t.first_task) ? complete_op(t.target) : void();
@@ -312,7 +328,10 @@ void ReplayEngine::compute_done(const Timer& t) {
     if (r.info->memory_ops_of.empty() && r.info->gap_s.empty()) {
       finish_task(r, id, start, end);
     } else {
-      for (const TimedTask& x : split_memory_time(*r.info, id, start, end))
+      // A single task's run on shared cores took longer than its cost: its parts stretch alike.
+      const bool shared = cores_ && first.stream == Stream::kCompute && r.info->cost_s[id] > 0;
+      const double stretch = shared ? (end - start) / r.info->cost_s[id] : 1;
+      for (const TimedTask& x : split_memory_time(*r.info, id, start, end, stretch))
         if (x.task == id) finish_task(r, id, x.start_s, x.end_s);
         else if (options_.record_tasks) result_.tasks.push_back({r.rank, x.task, r.info->program.tasks[x.task].stream, x.start_s, x.end_s});
       r.stats.end_s = std::max(r.stats.end_s, end);

@@ -36,6 +36,7 @@
 //   TimerQueue (timer_queue.h)        the replay's own events (compute ends, phase latencies)
 //   HostCollectiveProgress            host platform: a calibrated collective stands still while
 //     (host_collective_progress.h)      its ranks compute (one thread polls MPI between tasks)
+//   HostCoreShare (host_core_share.h) host platform: ranks beyond the machine's cores share them
 //   deadlock_report (deadlock_report.h), ReplayProgress (replay_progress.h)
 #pragma once
 
@@ -48,6 +49,7 @@
 #include "sim/flow_launcher.h"
 #include "sim/fold_planner.h"
 #include "sim/host_collective_progress.h"
+#include "sim/host_core_share.h"
 #include "sim/memory_ledger.h"
 #include "sim/nccl_tuner.h"
 #include "sim/collective_gaps.h"
@@ -107,6 +109,7 @@ class ReplayEngine {
   std::optional<FlowLauncher> flows_;
   std::optional<HostCollectiveProgress> polled_;  // the host platform with a calibration
   std::optional<CollectiveGaps> gaps_;            // likewise (sim/collective_gaps.h)
+  std::optional<HostCoreShare> cores_;  // and ranks x BLAS threads beyond its cores (sim/host_core_share.h)
   std::optional<RankSpeedLag> lag_;  // and a profile that measured the ranks' spread (sim/rank_speed_lag.h)
   TimerQueue timers_;
   std::vector<int8_t> group_crosses_nodes_;  // by group id: -1 not yet known

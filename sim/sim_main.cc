@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
                                               : import_chakra_verbose(load_scenario(scenario_path, sets), chakra_prefix,
                                                                       {parse_chakra_durations(chakra_durations, "--chakra-durations")});
     print_scenario_notes("tandem sim", schedule.scenario());
-    if (o.calibration && schedule.scenario().cluster.preset == "host")  // a host profile's placement
+    if (o.calibration && o.calibration->host_profile())  // a host profile's placement
       if (const std::string note = o.calibration->shared_cores_note(schedule.world_size()); !note.empty())
         std::cerr << "tandem sim: note: " << note << "\n";
     const sim::SimWork work = sim::count_sim_work(schedule, o);

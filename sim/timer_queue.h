@@ -22,6 +22,7 @@ struct Timer {
     kNetFlowsDone,  // the flows of a phase costed alone end (first_task: the op's generation)
     kPolledOpDone,  // a host collective's polled work ends (sim/host_collective_progress.h; first_task: generation)
     kLaunchOp,      // a host collective starts after the slower rank's lag (sim/rank_speed_lag.h)
+    kSharedComputeDone,  // a compute run on shared cores may end (sim/host_core_share.h; first_task: generation)
   };
   double t = 0;
   uint64_t seq = 0;  // insertion order: breaks ties
@@ -43,6 +44,9 @@ class TimerQueue {
   void polled_op_done(double t, uint32_t op, uint32_t generation) { push(t, Timer::kPolledOpDone, op, generation, 0); }
 
   void launch_op(double t, uint32_t op) { push(t, Timer::kLaunchOp, op, 0, 0); }
+  void shared_compute_done(double t, uint32_t unit, uint32_t generation) {
+    push(t, Timer::kSharedComputeDone, unit, generation, 0);
+  }
 
   bool empty() const { return heap_.empty(); }
   const Timer& top() const { return heap_.top(); }

@@ -4,7 +4,9 @@ configuration of the tiny GPT with a trace, `tandem calibrate` on it, then for t
 and every other one below `tandem sim --calibration` (the prediction) and `tandem run` (the
 measurement; in rounds by default, below), and print predicted / measured / error, the measured spread of the
 steady-state steps (IQR relative to the median) and the median per-task error (tandem compare).
-Every configuration uses at most as many ranks as this machine has cores.
+Every configuration uses at most as many ranks as this machine has cores; --shared-cores adds
+configurations of 4 ranks, which on a machine with fewer cores share them (reported apart, not in
+the targets; run without --realtime, under which ranks do not time-share).
 
   tests/bench/host_twin_error.py [--bin build/bin] [--steps 40] [--out DIR] [--only NAME,...] [--realtime [--rt-priority N]]
                                 [--rounds R] [--seed S] [--calibration-runs N]
@@ -98,6 +100,17 @@ CONFIGS = [
     ("tp2-recompute", 2, ["strategy.tp=2", "strategy.recompute=full"]),
     ("1rank", 1, []),
 ]
+# --shared-cores: configurations of 4 ranks, which share the cores of a machine with fewer than 4
+# (the CI machine's 2): predicted from the same profile (its runs fit the cores), the simulator
+# sharing the cores among the ranks that compute (sim/host_core_share.h). Not in #13's targets
+# (ranks <= cores); the summary gives them a line of their own.
+SHARED_CONFIGS = [
+    ("dp2-tp2", 4, ["strategy.tp=2"]),
+    ("tp2-pp2-1f1b", 4, ["strategy.tp=2", "strategy.pp=2", "strategy.pp_schedule=1f1b"]),
+    ("dp4", 4, []),
+    ("zero2-dp4", 4, ["strategy.zero_stage=2"]),
+]
+CORES = [os.cpu_count() or 1]  # main() sets it; rows with more ranks share cores
 
 
 def sets_of(ranks, extra):
@@ -249,7 +262,18 @@ def rel(x, m):
 def print_summary(rows, prefix="", state=None):
     """The #13 targets over rows (records with config, predicted_s, measured_s, per_task_median_error and
     the state columns), as the single pass prints them; `state` ({config: (error, per-task error)})
-    instead of the rows' state columns."""
+    instead of the rows' state columns. Rows whose ranks share cores (--shared-cores) are not in the
+    targets: a line of their own."""
+    shared = [r for r in rows if r["ranks"] > CORES[0]]
+    rows = [r for r in rows if r["ranks"] <= CORES[0]]
+    if state is not None:
+        state = {n: v for n, v in state.items() if n not in {r["config"] for r in shared}}
+    if shared:
+        errs = sorted(abs(rel(r["predicted_s"], r["measured_s"])) for r in shared)
+        tasks = [r["per_task_median_error"] for r in shared]
+        print(f"{prefix}ranks sharing the {CORES[0]} cores ({len(shared)} configurations, not in the targets): "
+              f"median |error| {100*statistics.median(errs):.1f} %, worst {100*errs[-1]:.1f} %, per-task median "
+              f"{100*statistics.median(tasks):.1f} %")
     s = target_summary({r["config"]: rel(r["predicted_s"], r["measured_s"]) for r in rows},
                        {r["config"]: r["per_task_median_error"] for r in rows}, CALIBRATION[0])
     if s["own"] is not None:
@@ -430,7 +454,12 @@ def main():
     ap.add_argument("--no-state-probe", action="store_true", help="no prediction for the machine's state now")
     ap.add_argument("--calibration-probe", choices=["alone", "after"], default="alone",
                     help="the profile's state: probes taken alone before the calibration runs, or the runs' own")
+    ap.add_argument("--shared-cores", action="store_true",
+                    help="add configurations of 4 ranks, which share the cores of a machine with fewer (not with --realtime)")
     a = ap.parse_args()
+    if a.shared_cores and a.realtime:
+        ap.error("--shared-cores runs ranks that share cores, which time-share only under the default scheduler "
+                 "(SCHED_FIFO runs a rank until it waits): run it without --realtime")
     if a.rounds < 1:
         ap.error("--rounds must be at least 1")
     if a.calibration_runs is None:
@@ -443,10 +472,11 @@ def main():
     cores = os.cpu_count() or 1
     only = set(a.only.split(",")) if a.only else None
     configs = []
-    for name, ranks, extra in CONFIGS:
+    CORES[0] = cores
+    for name, ranks, extra in CONFIGS + (SHARED_CONFIGS if a.shared_cores else []):
         if only and name not in only:
             continue
-        if ranks > cores:
+        if ranks > cores and (name, ranks, extra) not in SHARED_CONFIGS:
             print(f"{name:<15} skipped: {ranks} ranks > {cores} cores")
             continue
         configs.append((name, ranks, extra))
