@@ -19,6 +19,7 @@
 #include "exec/run_args.h"
 #include "exec/runtime.h"
 #include "exec/stall_exchange.h"
+#include "exec/step_origin.h"
 #include "exec/state_probe.h"
 #include "exec/step_stats.h"
 #include "shared/error.h"
@@ -209,7 +210,7 @@ int run_rank_worker(const RunArgs& args) {
     MPI_Gather(mine.data(), per, MPI_DOUBLE, all.data(), per, MPI_DOUBLE, 0, MPI_COMM_WORLD);
 
     if (!args.trace_path.empty()) {
-      // The last step's events and memory samples of every rank.
+      // The traced step's events and memory samples of every rank, on one time origin.
       std::vector<double> ev;
       ev.reserve(last.tasks.size() * 2 + last.memory.size() * 3);
       for (const TaskTimes& t : last.tasks) ev.push_back(t.start_s), ev.push_back(t.end_s);
@@ -217,16 +218,22 @@ int run_rank_worker(const RunArgs& args) {
         ev.push_back(m.time_s), ev.push_back(double(m.device_bytes)), ev.push_back(double(m.host_bytes));
       const Gathered events = gather_to_rank0(ev, rank, world);
       const Gathered mops = gather_to_rank0(memory_op_s, rank, world);
+      // Every rank's start of the traced step, to put all ranks' times on one origin: the earliest
+      // rank's start (exec/step_origin.h).
+      std::vector<double> origins(rank == 0 ? size_t(world) : 0);
+      MPI_Gather(&last.origin_s, 1, MPI_DOUBLE, origins.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
       if (rank == 0) {
+        const std::vector<double> shift = origin_shifts(origins);
         TraceBuilder tb(schedule, driver.name(), driver.machine());
         for (int r = 0; r < world; ++r) {
           Program p = r == rank ? rt.program() : schedule.program(r);
           tb.begin_rank(p);
           const double* e = events.values.data() + events.displs[size_t(r)];
+          const double d = shift[size_t(r)];
           const size_t nt = p.tasks.size();
-          for (size_t i = 0; i < nt; ++i) tb.task(r, TaskId(i), e[2 * i], e[2 * i + 1]);
+          for (size_t i = 0; i < nt; ++i) tb.task(r, TaskId(i), e[2 * i] + d, e[2 * i + 1] + d);
           for (size_t j = 2 * nt; j + 3 <= size_t(events.counts[size_t(r)]); j += 3)
-            tb.memory(r, e[j], int64_t(e[j + 1]), int64_t(e[j + 2]));
+            tb.memory(r, e[j] + d, int64_t(e[j + 1]), int64_t(e[j + 2]));
         }
         proto::Trace trace = tb.finish();
         proto::StateProbe& sp = *trace.mutable_state_probe();

@@ -193,6 +193,7 @@ StepResult Runtime::run_step(int step) {
 
   driver_.begin_step();
   const Clock::time_point t0 = Clock::now();
+  res.origin_s = std::chrono::duration<double>(t0.time_since_epoch()).count();
   res.memory.push_back({0.0, device_, host_});
   size_t finished = 0;
   Clock::time_point last_progress = t0;

@@ -6,8 +6,8 @@
 // all its deps have finished (shared/schedule.h; the same rules as shared/reference_executor.h).
 // Alloc, Free and synchronous driver work finish at once; asynchronous work (MPI requests, CUDA
 // streams) is started and polled. It records the start and end of every task (steady clock,
-// seconds from the step's start; a driver that times its work on a device replaces them through
-// Driver::end_step), counts live device and host bytes (roots only, as
+// seconds from the step's start, StepResult.origin_s; a driver that times its work on a device
+// replaces them through Driver::end_step), counts live device and host bytes (roots only, as
 // shared/memory_timeline.h does) and keeps the value of the buffer "loss" at its Free.
 #pragma once
 
@@ -34,6 +34,11 @@ struct StepResult {
   std::vector<TaskTimes> tasks;  // by task id
   std::vector<MemorySample> memory;  // the step's start, then after each Alloc and Free
   double wall_s = 0;
+  // The step's start, which the times above count from: seconds of steady_clock (CLOCK_MONOTONIC,
+  // one clock for every process of the machine), so that rank 0 can put every rank's times on one
+  // origin (exec/step_origin.h). A CUDA driver's device times count from its step-start event,
+  // recorded right before it (Driver::begin_step).
+  double origin_s = 0;
   std::optional<double> loss_sum;  // the "loss" buffer's value at its Free, on ranks that have it
 };
 

@@ -235,6 +235,32 @@ TEST(TandemRun, TraceHoldsEveryTaskOnceInScheduleOrder) {
   EXPECT_EQ(t.backend(), "host");
   Schedule s(load_scenario(testing::kTinyScenario, {"cluster.gpus=4", "strategy.tp=2", "strategy.pp=2"}));
   ASSERT_EQ(t.ranks_size(), 4);
+  // The ranks' times share one origin (exec/step_origin.h), so what ran at once on several ranks is
+  // read from it: an all-reduce, all-gather or reduce-scatter cannot end on any member before every
+  // member has started it (each member's result needs every member's data). Per instance (group,
+  // n-th of the group on a rank): the latest start <= the earliest end, to 1 ns (the origins are
+  // seconds of the monotonic clock in doubles: ~1e-10 s of rounding).
+  std::map<std::pair<GroupId, int>, std::pair<double, double>> instances;  // latest start, earliest end
+  double first_start = HUGE_VAL;
+  for (const proto::Rank& rk : t.ranks()) {
+    const Program p = s.program(rk.rank());
+    std::map<GroupId, int> nth;
+    const proto::Events& e = rk.events();
+    for (int i = 0; i < e.task_id_size(); ++i) {
+      first_start = std::min(first_start, e.start_s(i));
+      const Collective* c = std::get_if<Collective>(&p.tasks[e.task_id(i)].op);
+      if (!c || (c->op != CollectiveOp::kAllReduce && c->op != CollectiveOp::kAllGather &&
+                 c->op != CollectiveOp::kReduceScatter))
+        continue;
+      auto [it, added] = instances.try_emplace({c->group, nth[c->group]++}, e.start_s(i), e.end_s(i));
+      if (!added) it->second = {std::max(it->second.first, e.start_s(i)), std::min(it->second.second, e.end_s(i))};
+    }
+  }
+  EXPECT_FALSE(instances.empty());
+  for (const auto& [inst, span] : instances)
+    EXPECT_LE(span.first, span.second + 1e-9) << "group " << inst.first << " collective " << inst.second;
+  // The origin is the earliest rank's start of the step: its first task starts at it, or just after.
+  EXPECT_GE(first_start, 0);
   for (const proto::Rank& rk : t.ranks()) {
     const Program p = s.program(rk.rank());
     const proto::Events& e = rk.events();

@@ -384,6 +384,99 @@ TEST(Calibration, HostCollectivesLeaveOutTheirRanksOwnWork) {
   }
 }
 
+// A host run whose ranks shared the cores (traces/calibration/shared_core_time.h): both ranks of the
+// sample program on 1 core, 1 BLAS thread each, with the same times (ms): Alloc [0, 0.2], gemm
+// [0.2, 2.2], all-reduce [3, 4], attention [4.2, 6.2], layernorm [6.2, 8.2], Free [8.2, 8.4]; send,
+// receive and copy [9, 10] (not busy). A rank's busy spans: its kernels, Alloc, Free and the time
+// before attention (ready at the gemm's end, 2.2, to 4.2) and layernorm (none): together [0, 8.4]
+// on both ranks, so n = 2 throughout and the rate min(1, 1 / (1 x 2)) = 1/2. Alone: each kernel 1
+// ms (measured 2), the time between kernels (1 + 0) / 2 = 0.5 ms per sample (measured 1), the Alloc
+// and the Free 0.1 ms each (0.2); the all-reduce as measured, 1 ms (nothing of the rank's own inside
+// it); core_share 0.5. The same trace without the machine, or from a GPU backend: as measured,
+// core_share 1. With Rank.memory_op_step_s (Alloc 0.4 ms, Free 0.6 ms in 2 steps on both ranks):
+// scaled by each rank's traced-step ratio (0.1 + 0.1) / (0.2 + 0.2) = 1/2: 0.2 and 0.3 ms.
+proto::Trace shared_on_one_core(const Schedule& s, const std::string& backend) {
+  TraceBuilder b(s, backend, "test");
+  const double ms = 1e-3;
+  for (int rank = 0; rank < 2; ++rank) {
+    b.begin_rank(s.program(rank));
+    b.task(rank, 0, 0, 0.2 * ms);
+    b.task(rank, 1, 0.2 * ms, 2.2 * ms);
+    b.task(rank, 2, 3 * ms, 4 * ms);
+    for (TaskId t : {3, 4, 5}) b.task(rank, t, 9 * ms, 10 * ms);
+    b.task(rank, 6, 4.2 * ms, 6.2 * ms);
+    b.task(rank, 7, 6.2 * ms, 8.2 * ms);
+    b.task(rank, 8, 8.2 * ms, 8.4 * ms);
+  }
+  return b.finish();
+}
+
+TEST(Calibration, AHostRunThatSharedTheCoresHoldsItsTimesAlone) {
+  const Schedule s = testing::sample_schedule();
+  const double ms = 1e-3;
+  const MeasuredMachine one_core{1, 1};
+  struct Case {
+    std::string backend;
+    MeasuredMachine machine;
+    double share;  // of a core: what is left of each measured kernel, time between kernels, Alloc/Free
+  };
+  for (const Case& c : {Case{"host", one_core, 0.5}, Case{"host", {}, 1}, Case{"cuda", one_core, 1}}) {
+    const std::string at = c.backend + " on " + std::to_string(c.machine.cores) + " cores";
+    const proto::CalibrationProfile p = make_calibration(s, shared_on_one_core(s, c.backend), "t", c.machine);
+    ASSERT_EQ(p.kernels_size(), 3) << at;
+    for (const proto::KernelTime& k : p.kernels()) EXPECT_NEAR(k.mean_s(), 2 * ms * c.share, 1e-12) << at;
+    EXPECT_EQ(p.overhead_samples(), 4u) << at;
+    EXPECT_NEAR(p.task_overhead_s(), 0.5 * ms * 2 * c.share, 1e-12) << at;
+    ASSERT_EQ(p.memory_ops_size(), 2) << at;
+    for (const proto::MemoryOpTime& m : p.memory_ops()) EXPECT_NEAR(m.mean_s(), 0.2 * ms * c.share, 1e-12) << at;
+    ASSERT_EQ(p.collectives_size(), 1) << at;
+    EXPECT_NEAR(p.collectives(0).mean_s(), 1 * ms, 1e-12) << at;
+    ASSERT_EQ(p.runs_size(), 1);
+    ASSERT_TRUE(p.runs(0).has_core_share()) << at;
+    EXPECT_NEAR(p.runs(0).core_share(), c.share, 1e-12) << at;
+    // The placement is the profile's when known, for a host run.
+    EXPECT_EQ(p.cores(), c.backend == "host" ? uint32_t(c.machine.cores) : 0u) << at;
+    EXPECT_EQ(p.blas_threads_per_rank(), c.backend == "host" ? uint32_t(c.machine.blas_threads_per_rank) : 0u) << at;
+  }
+  proto::Trace t = shared_on_one_core(s, "host");
+  for (proto::Rank& r : *t.mutable_ranks()) {
+    r.set_memory_op_first_step(1);
+    for (int step = 0; step < 2; ++step) r.add_memory_op_step_s(0.4 * ms), r.add_memory_op_step_s(0.6 * ms);
+  }
+  const proto::CalibrationProfile p = make_calibration(s, t, "t", one_core);
+  ASSERT_EQ(p.memory_ops_size(), 2);
+  for (const proto::MemoryOpTime& m : p.memory_ops()) EXPECT_NEAR(m.mean_s(), m.alloc() ? 0.2 * ms : 0.3 * ms, 1e-12);
+}
+
+// A run that fit its cores (2 ranks x 1 BLAS thread on 2 cores) calibrates exactly as without the
+// machine: the whole profile is the same, bit for bit, but for the placement it records.
+TEST(Calibration, ARunThatFitItsCoresIsUnchanged) {
+  const Schedule s = testing::sample_schedule();
+  const proto::Trace t = measured(s);
+  proto::CalibrationProfile with = make_calibration(s, t, "t", MeasuredMachine{2, 1});
+  EXPECT_EQ(with.cores(), 2u);
+  EXPECT_EQ(with.blas_threads_per_rank(), 1u);
+  EXPECT_EQ(with.runs(0).core_share(), 1);
+  with.clear_cores(), with.clear_blas_threads_per_rank();
+  EXPECT_EQ(with.SerializeAsString(), make_calibration(s, t, "t").SerializeAsString());
+}
+
+// A run's core_share is a share of a core, in (0, 1]; a profile written before the field has none.
+TEST(Calibration, RefusesAProfileWhoseCoreShareIsNotAShare) {
+  const Schedule s = testing::sample_schedule();
+  proto::CalibrationProfile p = make_calibration(s, measured(s), "t.trace");
+  for (double bad : {0.0, -0.5, 1.5, double(NAN), double(INFINITY)}) {
+    p.mutable_runs(0)->set_core_share(bad);
+    EXPECT_CONTAINS(error_of([&] { parse_calibration(p.SerializeAsString(), "p.pb"); }),
+                    "calibration profile p.pb: runs entry 0 (\"t.trace\"): core_share " + std::to_string(bad) +
+                        " is not a share of a core in (0, 1]");
+  }
+  p.mutable_runs(0)->set_core_share(1);
+  EXPECT_EQ(parse_calibration(p.SerializeAsString(), "p.pb").runs(0).core_share(), 1);
+  p.mutable_runs(0)->clear_core_share();
+  EXPECT_FALSE(parse_calibration(p.SerializeAsString(), "p.pb").runs(0).has_core_share());
+}
+
 // The collective probe's plan (traces/calibration/collective_probe_table.h): group sizes 2, 4, ...
 // below the world and the world; sizes 8 B..4 MiB in powers of two, whole fp32 elements per member.
 TEST(CollectiveProbe, PlanAndFile) {

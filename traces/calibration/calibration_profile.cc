@@ -14,6 +14,7 @@
 #include "traces/atomic_file.h"
 #include "traces/calibration/machine_state_probe.h"
 #include "traces/calibration/machine_states.h"
+#include "traces/calibration/shared_core_time.h"
 #include "traces/scenario_digest.h"
 #include "traces/task_label.h"
 #include "traces/trace_io.h"
@@ -63,11 +64,63 @@ double rank_speed_spread(const std::vector<std::pair<double, std::map<KernelKey,
   return spread < 2 ? spread : -1;  // 2 and more: not a drift of speeds (the profile's bound)
 }
 
+// One rank's task times in a trace, by task id (-1: not in the trace), and for each kernel when it
+// could start: its stream's previous kernel (in the trace) and its deps finished (-1: its stream's
+// first kernel, with no dep: no reference point).
+struct RankTimes {
+  std::vector<double> start, end, ready;
+};
+
+RankTimes rank_times(const Program& p, const proto::Rank& r) {
+  const proto::Events& e = r.events();
+  RankTimes out;
+  out.start.assign(p.tasks.size(), -1), out.end.assign(p.tasks.size(), -1), out.ready.assign(p.tasks.size(), -1);
+  for (int i = 0; i < e.task_id_size(); ++i) {
+    const TaskId id = e.task_id(i);
+    if (id >= p.tasks.size())
+      throw Error("calibrate: rank " + std::to_string(r.rank()) + " task " + std::to_string(id) +
+                  " is not in the schedule");
+    out.start[id] = e.start_s(i), out.end[id] = e.end_s(i);
+  }
+  std::vector<TaskId> previous(kStreamCount, kNoId);
+  for (const Task& t : p.tasks) {
+    if (!std::holds_alternative<Compute>(t.op) || out.start[t.id] < 0) continue;
+    const int st = int(t.stream);
+    double ready = previous[st] == kNoId ? -1 : out.end[previous[st]];
+    for (TaskId d : t.deps) ready = std::max(ready, out.end[d]);
+    previous[st] = t.id;
+    out.ready[t.id] = ready;
+  }
+  return out;
+}
+
+// A host rank's busy spans (traces/calibration/shared_core_time.h): its kernels (of every stream:
+// the host driver runs them all on the rank's one thread), its Allocs and Frees, and the time
+// between kernels before each kernel of the compute stream (from when it could start to its start).
+std::vector<TimeSpan> busy_spans_of(const Program& p, const RankTimes& times) {
+  std::vector<TimeSpan> out;
+  for (const Task& t : p.tasks) {
+    if (times.start[t.id] < 0) continue;
+    const bool kernel = std::holds_alternative<Compute>(t.op);
+    if (kernel || std::holds_alternative<Alloc>(t.op) || std::holds_alternative<Free>(t.op))
+      out.push_back({times.start[t.id], times.end[t.id]});
+    if (kernel && t.stream == Stream::kCompute && times.ready[t.id] >= 0)
+      out.push_back({times.ready[t.id], times.start[t.id]});
+  }
+  return out;
+}
+
+// Whether the run's ranks shared the machine's cores: ranks x BLAS threads > cores, both known.
+bool shares_cores_of(const proto::Trace& trace, const MeasuredMachine& machine) {
+  return machine.cores > 0 && machine.blas_threads_per_rank > 0 &&
+         int64_t(trace.world_size()) * machine.blas_threads_per_rank > machine.cores;
+}
+
 }  // namespace
 
 proto::CalibrationProfile make_calibration(const Schedule& s, const proto::Trace& trace,
-                                           const std::string& trace_name) {
-  return make_calibration(s, std::vector<NamedTrace>{{&trace, trace_name}});
+                                           const std::string& trace_name, const MeasuredMachine& machine) {
+  return make_calibration(s, std::vector<NamedTrace>{{&trace, trace_name}}, machine);
 }
 
 RunSpread run_spread(const proto::Trace& trace) {
@@ -92,7 +145,8 @@ RunSpread run_spread(const proto::Trace& trace) {
   return out;
 }
 
-proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<NamedTrace>& runs) {
+proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<NamedTrace>& runs,
+                                           const MeasuredMachine& machine) {
   if (runs.empty()) throw Error("calibrate: no measured trace given");
   const proto::Trace& first = *runs[0].trace;
   for (const NamedTrace& run : runs) {
@@ -137,18 +191,38 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
   const bool polled = first.backend() == "host";
   // The ranks' unequal speed by run (CalibrationRun.rank_speed_spread).
   std::vector<double> speed_spread(runs.size(), -1);  // -1: not measured
+  // The run's kernels alone over measured (CalibrationRun.core_share).
+  std::vector<double> kernel_share(runs.size(), 1);
   for (size_t run = 0; run < runs.size(); ++run) {
     const proto::Trace& trace = *runs[run].trace;
     const std::string& trace_name = runs[run].name;
-    // Per rank of the run: its kernels' time on the compute stream and which kernels it ran.
-    std::vector<std::pair<double, std::map<KernelKey, int>>> rank_work;
+    // Each rank's task times, then the time its spans had alone (traces/calibration/shared_core_time.h):
+    // in a host run whose ranks x BLAS threads exceeded the cores, a rank's kernels, Allocs/Frees and
+    // time between kernels count as the time they would have taken with a core to themselves. Not
+    // its collectives: a collective's progress while the ranks yield is a cost of its own, which the
+    // profile keeps as measured (less the rank's own work inside it, below).
+    std::vector<Program> programs;
+    std::vector<RankTimes> times;
+    std::vector<std::vector<TimeSpan>> busy_of_rank;
     for (const proto::Rank& r : trace.ranks()) {
       if (r.rank() < 0 || r.rank() >= s.world_size())
         throw Error("calibrate: " + trace_name + " has rank " + std::to_string(r.rank()) + ", the schedule " +
                     std::to_string(s.world_size()) + " ranks");
-      const Program p = s.program(r.rank());
+      const Program& p = programs.emplace_back(s.program(r.rank()));
+      times.push_back(rank_times(p, r));
+      busy_of_rank.push_back(busy_spans_of(p, times.back()));
+    }
+    const bool shares_cores = polled && shares_cores_of(trace, machine);
+    const SharedCoreTime share(busy_of_rank, shares_cores ? machine.cores : 0, machine.blas_threads_per_rank);
+    auto alone = [&](double from, double to) { return share.alone(from, to); };
+    double kernel_measured = 0, kernel_alone = 0;  // over the run's kernels: CalibrationRun.core_share
+    // Per rank of the run: its kernels' time on the compute stream and which kernels it ran.
+    std::vector<std::pair<double, std::map<KernelKey, int>>> rank_work;
+    for (int ri = 0; ri < trace.ranks_size(); ++ri) {
+      const proto::Rank& r = trace.ranks(ri);
+      const Program& p = programs[size_t(ri)];
       const proto::Events& e = r.events();
-      std::vector<double> start(p.tasks.size(), -1), end(p.tasks.size(), -1);
+      const std::vector<double>& start = times[size_t(ri)].start;
       std::map<GroupId, int> nth;
       // A buffer allocated and never freed in the program is persistent: allocated in the first step
       // only (exec/runtime.cc), its later Allocs take no time and are no sample of an allocation.
@@ -163,20 +237,17 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
       // (instance, start, end), to take the first out of the second.
       std::vector<std::pair<double, double>> busy_spans;
       std::vector<std::tuple<Instance, double, double>> polled_collectives;
+      // The traced step's Allocs and Frees: measured and alone, to scale memory_op_step_s by.
+      double memory_measured = 0, memory_alone = 0;
       auto& [busy, kernels_run] = rank_work.emplace_back();
       for (int i = 0; i < e.task_id_size(); ++i) {
-        const TaskId id = e.task_id(i);
-        if (id >= p.tasks.size())
-          throw Error("calibrate: rank " + std::to_string(r.rank()) + " task " + std::to_string(id) +
-                      " is not in the schedule");
-        const Task& t = p.tasks[id];
-        start[id] = e.start_s(i);
-        end[id] = e.end_s(i);
-        const double d = e.end_s(i) - e.start_s(i);
+        const Task& t = p.tasks[e.task_id(i)];
+        const double d = alone(e.start_s(i), e.end_s(i));
         if (const Compute* c = std::get_if<Compute>(&t.op)) {
           KernelKey k{int(c->kernel), int(c->dtype), c->shape_dims()};
           kernels[k].push_back(d);
           kernel_runs[k][run].push_back(d);
+          kernel_measured += e.end_s(i) - e.start_s(i), kernel_alone += d;
           if (!kernel_labels.count(k)) kernel_labels[k] = task_label(s, p, t);
           if (polled) busy_spans.push_back({e.start_s(i), e.end_s(i)});
           if (t.stream == Stream::kCompute) busy += d, ++kernels_run[k];
@@ -185,13 +256,14 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
           CollectiveKey k{int(c->op), int(g.kind), int(g.ranks.size()), c->bytes};
           const Instance inst{run, c->group, nth[c->group]++};
           if (polled) polled_collectives.emplace_back(inst, e.start_s(i), e.end_s(i));
-          else instances[inst].push_back(d);
+          else instances[inst].push_back(e.end_s(i) - e.start_s(i));
           instance_keys.emplace(inst, k);
           if (!collective_labels.count(k)) collective_labels[k] = task_label(s, p, t);
         } else if (std::holds_alternative<Alloc>(t.op) || std::holds_alternative<Free>(t.op)) {
           const Alloc* a = std::get_if<Alloc>(&t.op);
           const BufferId b = a ? a->buffer : std::get<Free>(t.op).buffer;
           memory_spans.push_back({e.start_s(i), e.end_s(i)});
+          memory_measured += e.end_s(i) - e.start_s(i), memory_alone += d;
           if (polled) busy_spans.push_back({e.start_s(i), e.end_s(i)});
           if (freed.count(b) && bytes_of.count(b) && r.memory_op_step_s_size() == 0) {
             auto& step = memory_ops[{a != nullptr, bytes_of[b]}][{run, r.traced_step()}];
@@ -199,6 +271,10 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
           }
         }
       }
+      // The steady steps' Alloc/Free durations were not timed against the other ranks' spans: each
+      // is scaled by the traced step's ratio of this rank's Allocs/Frees alone to measured (1 when
+      // the run fit its cores).
+      const double memory_ratio = memory_measured > 0 ? memory_alone / memory_measured : 1;
       if (r.memory_op_step_s_size() > 0) {
         std::vector<const Task*> memory_tasks;
         for (const Task& t : p.tasks)
@@ -218,38 +294,42 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
                         std::to_string(i) + " (" + std::to_string(d) + ") is not a duration");
           if (!freed.count(b) || !bytes_of.count(b)) continue;
           auto& step = memory_ops[{a != nullptr, bytes_of[b]}][{run, r.memory_op_first_step() + int(i / per_step)}];
-          step.first += d, ++step.second;
+          step.first += d * memory_ratio, ++step.second;
         }
       }
       std::sort(memory_spans.begin(), memory_spans.end());
       std::sort(busy_spans.begin(), busy_spans.end());
-      // The time of `spans` (sorted, disjoint: one thread runs them) within [from, to].
-      auto time_within = [](const std::vector<std::pair<double, double>>& spans, double from, double to) {
+      // The time of `spans` (sorted, disjoint: one thread runs them) within [from, to], each part
+      // [a, b] counted as measure(a, b).
+      auto time_within = [](const std::vector<std::pair<double, double>>& spans, double from, double to,
+                            auto measure) {
         auto lo = std::lower_bound(spans.begin(), spans.end(), std::make_pair(from, -HUGE_VAL));
         if (lo != spans.begin() && std::prev(lo)->second > from) --lo;  // one that began before `from`
         double sum = 0;
-        for (auto it = lo; it != spans.end() && it->first < to; ++it)
-          sum += std::max(0.0, std::min(it->second, to) - std::max(it->first, from));
+        for (auto it = lo; it != spans.end() && it->first < to; ++it) {
+          const double a = std::max(it->first, from), b = std::min(it->second, to);
+          if (b > a) sum += measure(a, b);
+        }
         return sum;
       };
-      auto memory_time = [&](double from, double to) { return time_within(memory_spans, from, to); };
+      auto measured = [](double a, double b) { return b - a; };
+      // A collective as measured, less the rank's own work inside it as measured (its time alone
+      // is not taken out: see above).
       for (const auto& [inst, from, to] : polled_collectives)
-        instances[inst].push_back(std::max(0.0, to - from - time_within(busy_spans, from, to)));
+        instances[inst].push_back(std::max(0.0, to - from - time_within(busy_spans, from, to, measured)));
       // Time between kernels of a stream: from when a kernel could start (its stream's previous
-      // kernel and its deps finished) to its start, less the Allocs and Frees that ran in between.
-      std::vector<TaskId> previous(kStreamCount, kNoId);
+      // kernel and its deps finished: RankTimes.ready) to its start, less the Allocs and Frees that
+      // ran in between; both alone.
+      const std::vector<double>& ready_at = times[size_t(ri)].ready;
       for (const Task& t : p.tasks) {
-        if (!std::holds_alternative<Compute>(t.op) || start[t.id] < 0) continue;
-        const int st = int(t.stream);
-        double ready = previous[st] == kNoId ? -1 : end[previous[st]];
-        for (TaskId d : t.deps) ready = std::max(ready, end[d]);
-        previous[st] = t.id;
-        if (ready < 0) continue;  // the stream's first kernel, with no dep: no reference point
+        const double ready = ready_at[t.id];
+        if (!std::holds_alternative<Compute>(t.op) || start[t.id] < 0 || ready < 0) continue;
         auto& [sum, n] = overhead[run];
-        sum += std::max(0.0, start[t.id] - ready - memory_time(ready, start[t.id]));
+        sum += std::max(0.0, alone(ready, start[t.id]) - time_within(memory_spans, ready, start[t.id], alone));
         ++n, ++overhead_n;
       }
     }
+    kernel_share[run] = kernel_measured > 0 ? kernel_alone / kernel_measured : 1;
     speed_spread[run] = rank_speed_spread(rank_work);
   }
   // Collective instances pooled (median_s, samples) and by run (mean_s, mean_wait_s: the median
@@ -278,6 +358,11 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
   prof.set_machine(first.machine());
   prof.set_scenario_digest(first.scenario_digest());
   prof.set_ranks(uint32_t(first.world_size()));
+  // The placement of a host run, as `tandem run` pinned and printed it (MeasuredMachine).
+  if (polled && machine.cores > 0 && machine.blas_threads_per_rank > 0) {
+    prof.set_blas_threads_per_rank(uint32_t(machine.blas_threads_per_rank));
+    prof.set_cores(uint32_t(machine.cores));
+  }
   std::vector<double> measured_spreads;
   for (size_t run = 0; run < runs.size(); ++run) {
     const RunSpread sp = run_spread(*runs[run].trace);
@@ -287,6 +372,7 @@ proto::CalibrationProfile make_calibration(const Schedule& s, const std::vector<
     cr->set_iteration_s(sp.median_s);
     cr->set_relative_iqr(sp.relative_iqr);
     cr->set_rank_speed_spread(std::max(0.0, speed_spread[run]));
+    cr->set_core_share(kernel_share[run]);
     if (speed_spread[run] >= 0) measured_spreads.push_back(speed_spread[run]);
   }
   // Which core is slower changes from run to run: the spread is kept without its sign, the median
@@ -440,6 +526,14 @@ void check_entries(const proto::CalibrationProfile& prof, const std::string& hea
     if (bad_spread(prof.runs(i).rank_speed_spread()))
       throw Error(head + "runs entry " + std::to_string(i) + " (\"" + prof.runs(i).name() + "\"): rank_speed_spread " +
                   std::to_string(prof.runs(i).rank_speed_spread()) + " is not a spread in [0, 2)");
+  // The kernels' time alone over measured in a run (make_calibration): a share of a core, in (0, 1];
+  // absent in a profile written before the field.
+  for (int i = 0; i < prof.runs_size(); ++i) {
+    const proto::CalibrationRun& r = prof.runs(i);
+    if (r.has_core_share() && !(std::isfinite(r.core_share()) && r.core_share() > 0 && r.core_share() <= 1))
+      throw Error(head + "runs entry " + std::to_string(i) + " (\"" + r.name() + "\"): core_share " +
+                  std::to_string(r.core_share()) + " is not a share of a core in (0, 1]");
+  }
   if (bad_spread(prof.rank_speed_spread()))
     throw Error(head + "rank_speed_spread " + std::to_string(prof.rank_speed_spread()) + " is not a spread in [0, 2)");
 }

@@ -69,6 +69,14 @@ std::vector<tandem::CollectiveProbePoint> probe_collectives(int ranks, const std
 void print_runs(const tandem::proto::CalibrationProfile& prof) {
   double lo = HUGE_VAL, hi = 0;
   std::vector<double> medians;
+  // A host run whose ranks shared the cores: what make_calibration took out of its times.
+  const bool shared = prof.cores() > 0 && uint64_t(prof.ranks()) * prof.blas_threads_per_rank() > prof.cores();
+  for (const tandem::proto::CalibrationRun& r : prof.runs())
+    if (shared && r.has_core_share())
+      std::printf("  run %s: %u ranks x %u BLAS thread%s on %u cores: its kernels ran at %.0f %% of a core; the "
+                  "profile holds their time alone\n",
+                  r.name().c_str(), prof.ranks(), prof.blas_threads_per_rank(),
+                  prof.blas_threads_per_rank() == 1 ? "" : "s", prof.cores(), 100 * r.core_share());
   for (const tandem::proto::CalibrationRun& r : prof.runs()) {
     if (r.steps() == 0) continue;
     std::printf("  run %s: iteration %.3f ms (median of %u steady-state steps), step spread IQR %.1f %% of it\n",
@@ -100,7 +108,8 @@ void print_runs(const tandem::proto::CalibrationProfile& prof) {
 // not pair with the runs, one to one).
 std::string group_runs_by_state(tandem::proto::CalibrationProfile& prof, const tandem::Schedule& schedule,
                                 const std::vector<tandem::NamedTrace>& runs,
-                                const std::vector<tandem::MachineStateProbe>& probes) {
+                                const std::vector<tandem::MachineStateProbe>& probes,
+                                const tandem::MeasuredMachine& machine) {
   if (probes.size() != runs.size())
     return "machine states: not told apart (" + std::to_string(probes.size()) + " state probes for " +
            std::to_string(runs.size()) + " runs; one per run, in the order of the traces, tells them)";
@@ -110,7 +119,7 @@ std::string group_runs_by_state(tandem::proto::CalibrationProfile& prof, const t
       std::vector<tandem::NamedTrace> in;
       std::vector<tandem::MachineStateProbe> probed;
       for (size_t i : g) in.push_back(runs[i]), probed.push_back(probes[i]);
-      tandem::proto::CalibrationProfile state = tandem::make_calibration(schedule, in);
+      tandem::proto::CalibrationProfile state = tandem::make_calibration(schedule, in, machine);
       tandem::set_profile_state_probe(state, probed, true);
       tandem::add_state(prof, state);
     }
@@ -146,23 +155,20 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i + 1 < args.size(); ++i) traces.push_back(tandem::read_trace(args[i]));
     std::vector<tandem::NamedTrace> runs;
     for (size_t i = 0; i < traces.size(); ++i) runs.push_back({&traces[i], args[i]});
-    tandem::proto::CalibrationProfile prof = tandem::make_calibration(schedule, runs);
+    // A host trace was measured on this machine (the probes below time it too): the placement
+    // `tandem run` pinned and printed for its ranks is core_placement_for(ranks, this machine's
+    // cores), its BLAS threads per rank what every kernel time of the profile ran with.
+    const tandem::exec::CorePlacement placement =
+        tandem::exec::core_placement_for(schedule.world_size(), tandem::exec::online_cores());
+    const tandem::MeasuredMachine machine{placement.cores, placement.blas_threads};
+    tandem::proto::CalibrationProfile prof = tandem::make_calibration(schedule, runs, machine);
     std::string states_line;
     if (vm.count("state-probe")) {
       std::vector<tandem::MachineStateProbe> probes;
       for (const std::string& f : vm["state-probe"].as<std::vector<std::string>>())
         probes.push_back(tandem::parse_state_probe(tandem::read_input_file(f, "machine state probe", 1 << 16), f));
       tandem::set_profile_state_probe(prof, probes, true);
-      states_line = group_runs_by_state(prof, schedule, runs, probes);
-    }
-    // A host trace was measured on this machine (the probes below time it too): the placement
-    // `tandem run` pinned and printed for its ranks is core_placement_for(ranks, this machine's
-    // cores), its BLAS threads per rank what every kernel time of the profile ran with.
-    const tandem::exec::CorePlacement placement =
-        tandem::exec::core_placement_for(int(prof.ranks()), tandem::exec::online_cores());
-    if (prof.backend() == "host") {
-      prof.set_blas_threads_per_rank(uint32_t(placement.blas_threads));
-      prof.set_cores(uint32_t(placement.cores));
+      states_line = group_runs_by_state(prof, schedule, runs, probes, machine);
     }
     // A host trace: this CPU's GEMM rate over a grid of shapes, for the shapes the run lacks
     // (traces/calibration/gemm_probe.h), with the BLAS threads a rank of the run had.
