@@ -201,6 +201,16 @@ int main(int argc, char** argv) {
     if (!states_line.empty()) std::cout << "  " << states_line << "\n";
     std::cout.flush();
     print_runs(prof);
+    // docs/exec.md "Session 19": in an oversubscribed run the ranks took turns on the cores, and
+    // the turns are in its collectives' times, which the profile keeps as measured.
+    if (prof.cores() > 0 && uint64_t(prof.ranks()) * prof.blas_threads_per_rank() > prof.cores())
+      std::fprintf(stderr,
+                   "tandem calibrate: warning: the runs' %u ranks shared the %u cores: their kernels are kept as their "
+                   "time alone, but their collectives hold the time a rank waited for a core, and a prediction whose "
+                   "ranks share cores shares them again (sim/host_core_share.h): it is too slow by as much. To "
+                   "predict runs of any rank count, calibrate on runs whose ranks fit the cores (tandem run -n %u or "
+                   "fewer)\n",
+                   prof.ranks(), prof.cores(), prof.cores() / std::max(1u, prof.blas_threads_per_rank()));
     if (prof.states_size() > 1)
       std::fprintf(stderr,
                    "tandem calibrate: warning: the runs were measured in %d machine states (their state probes' zero "
