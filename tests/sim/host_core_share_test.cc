@@ -118,14 +118,11 @@ TEST(HostCoreShare, TheReplaySharesTheCalibrationMachinesCores) {
   //   from 18: rank 2's second run alone, rate 1: gap [18, 20], kernel [20, 30].
   // The iteration: 30 us. The same profile without its placement (cores 0): no sharing, every run
   // 12 us: ranks 0 and 1 end at 12, rank 2 at 24.
-  ClusterSpec cluster = testing::test_cluster(3);
-  cluster.preset = "host";
-  const Schedule schedule(testing::test_scenario(cluster), 3, {},
-                          std::make_unique<testing::LambdaGenerator>([](int rank) {
-                            testing::ProgramWriter w(rank);
-                            for (int i = 0; i < (rank == 2 ? 2 : 1); ++i) w.add(Stream::kCompute, gemm8());
-                            return w.p;
-                          }));
+  const Schedule schedule = testing::host_schedule(3, [](int rank) {
+    testing::ProgramWriter w(rank);
+    for (int i = 0; i < (rank == 2 ? 2 : 1); ++i) w.add(Stream::kCompute, gemm8());
+    return w.p;
+  });
   proto::CalibrationProfile p = testing::host_profile(gemm8(), 10e-6, 2e-6);
   const double us = 1e-6;
   for (bool placed : {false, true}) {

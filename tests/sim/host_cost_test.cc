@@ -145,13 +145,11 @@ Compute gemm(int64_t m, int64_t n, int64_t k) {
 
 // One host rank running three GEMMs 8x8x8 on its compute stream.
 Schedule three_gemm8_on_one_host_rank() {
-  ClusterSpec cluster = testing::test_cluster(1);
-  cluster.preset = "host";
-  return Schedule(testing::test_scenario(cluster), 1, {}, std::make_unique<testing::LambdaGenerator>([](int rank) {
-                    testing::ProgramWriter w(rank);
-                    for (int i = 0; i < 3; ++i) w.add(Stream::kCompute, gemm(8, 8, 8));
-                    return w.p;
-                  }));
+  return testing::host_schedule(1, [](int rank) {
+    testing::ProgramWriter w(rank);
+    for (int i = 0; i < 3; ++i) w.add(Stream::kCompute, gemm(8, 8, 8));
+    return w.p;
+  });
 }
 
 // A host profile: the GEMM 8x8x8 measured at 10 us, a time between kernels of 1 us, Allocs
@@ -210,21 +208,18 @@ TEST(HostMemoryModel, TheReplayRecordsTheirTimeOnTheAllocAndFreeTasks) {
   // alloc 2 + 4 = 6 us, free 0.5 + 0.5 = 1 us, gemm 10 + 10 = 20 us, 2 us between tasks; the
   // iteration 29 us (the same total as when the memory time was recorded on the kernels: 13 + 16).
   auto table = std::make_shared<const CalibrationTable>(memory_profile_table());
-  ClusterSpec cluster = testing::test_cluster(1);
-  cluster.preset = "host";
-  const Schedule schedule(testing::test_scenario(cluster), 1, {},
-                          std::make_unique<testing::LambdaGenerator>([](int rank) {
-                            testing::ProgramWriter w(rank);
-                            const BufferId a = w.buffer("a", 1000), p = w.buffer("p", 1 << 20), b = w.buffer("b", 3000);
-                            w.alloc(a);
-                            w.alloc(p);
-                            w.add(Stream::kCompute, gemm(8, 8, 8));
-                            w.free(a);
-                            w.alloc(b);
-                            w.add(Stream::kCompute, gemm(8, 8, 8));
-                            w.free(b);
-                            return w.p;
-                          }));
+  const Schedule schedule = testing::host_schedule(1, [](int rank) {
+    testing::ProgramWriter w(rank);
+    const BufferId a = w.buffer("a", 1000), p = w.buffer("p", 1 << 20), b = w.buffer("b", 3000);
+    w.alloc(a);
+    w.alloc(p);
+    w.add(Stream::kCompute, gemm(8, 8, 8));
+    w.free(a);
+    w.alloc(b);
+    w.add(Stream::kCompute, gemm(8, 8, 8));
+    w.free(b);
+    return w.p;
+  });
   for (bool fuse : {false, true}) {
     SimOptions o = testing::ideal_options();
     o.calibration = table;

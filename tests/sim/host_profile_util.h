@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 
 #include "shared/schedule.h"
+#include "sim_test_util.h"
 #include "traces/calibration/calibration_profile.h"
 
 namespace tandem::sim::testing {
@@ -27,6 +29,13 @@ inline proto::CalibrationProfile host_profile(const Compute& kernel, double seco
   k->set_median_s(seconds);
   k->set_samples(1);
   return p;
+}
+
+// `ranks` host ranks (cluster preset "host", no process group), rank r running make(r).
+inline Schedule host_schedule(int ranks, std::function<Program(int)> make) {
+  ClusterSpec cluster = test_cluster(ranks);
+  cluster.preset = "host";
+  return make_schedule(cluster, ranks, {}, std::move(make));
 }
 
 // The table the simulator reads from `p`, through a temporary file named after `test` and this
