@@ -108,6 +108,8 @@ CalibrationTable CalibrationTable::from_profile(const proto::CalibrationProfile&
       by_op[int(c.op())].push_back(point);
     }
     if (host) t.host_collectives_ = HostCollectiveModel(by_op, probed_collectives(profile), mean_collective_wait_s(profile));
+    if (host && profile.shared_collective_probe_size() > 0)
+      t.shared_collectives_ = HostCollectiveModel({}, probed_collectives(profile, true), mean_collective_wait_s(profile));
     return t;
   }
 }
@@ -162,7 +164,9 @@ void CalibrationTable::add_collective(CollectiveOp op, GroupKind kind, int group
 }
 
 double CalibrationTable::find_collective(CollectiveOp op, GroupKind kind, int group_size, int64_t bytes,
-                                         double gap_s) const {
+                                         double gap_s, bool shared_cores) const {
+  if (shared_cores && shared_collectives_.probed(op, group_size))
+    return shared_collectives_.time_s(op, group_size, bytes, gap_s);
   auto it = collectives_.find({int(op), int(kind), group_size, bytes});
   if (it != collectives_.end()) return it->second;
   return host_collectives_.time_s(op, group_size, bytes, gap_s);  // a host profile (sim/host_collective_model.h)

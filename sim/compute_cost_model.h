@@ -58,7 +58,11 @@ class CalibrationTable {
   // Measured collectives (from a `tandem calibrate` profile): a calibrated collective takes its
   // median time instead of moving flows, so it no longer contends with other traffic.
   void add_collective(CollectiveOp op, GroupKind kind, int group_size, int64_t bytes, double time_s);
-  double find_collective(CollectiveOp op, GroupKind kind, int group_size, int64_t bytes, double gap_s = 0) const;
+  // shared_cores: the predicted run's ranks share the machine's cores (shares_cores): a host
+  // profile's collective probed in such a placement (CalibrationProfile.shared_collective_probe)
+  // takes that time, before the run's measured collectives (those had a core per rank).
+  double find_collective(CollectiveOp op, GroupKind kind, int group_size, int64_t bytes, double gap_s = 0,
+                         bool shared_cores = false) const;
   size_t collectives() const { return collectives_.size(); }
   // A profile of the host driver (backend "host") also costs the shapes it lacks, with a compute
   // model of the host fit on its kernels (sim/host_compute_model.h). Kernel times (find,
@@ -124,6 +128,7 @@ class CalibrationTable {
   double rank_speed_spread_ = 0;
   // Host profiles: the collectives a profile lacks (sim/host_collective_model.h).
   HostCollectiveModel host_collectives_;
+  HostCollectiveModel shared_collectives_;  // from shared_collective_probe
   std::map<std::tuple<int, int, std::array<int64_t, 6>>, double> table_;
   std::map<std::tuple<int, int, std::array<int64_t, 6>>, double> typical_;  // median / mean, host profiles
   double pooled_typical_ = 1;

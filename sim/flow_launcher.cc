@@ -65,8 +65,11 @@ void FlowLauncher::launch(uint32_t op, double now) {
     const auto& members = schedule_.group(o.group).ranks;
     if (members.size() <= 1 || c.bytes <= 0) return timers_.net_op_done(now, op);
     if (options_.calibration) {
+      // Ranks that share the machine's cores: the collective probed in such a placement.
+      const bool shared_cores = options_.calibration->host_profile() &&
+                                options_.calibration->shares_cores(schedule_.world_size());
       const double measured = options_.calibration->find_collective(
-          c.op, schedule_.group(o.group).kind, int(members.size()), c.bytes, o.gap_s);
+          c.op, schedule_.group(o.group).kind, int(members.size()), c.bytes, o.gap_s, shared_cores);
       if (measured >= 0) {
         ++result_.calibrated_collectives;
         if (polled_) return polled_->start(op, measured, now);

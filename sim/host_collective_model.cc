@@ -6,9 +6,9 @@
 
 namespace tandem::sim {
 
-std::vector<ProbedCollective> probed_collectives(const proto::CalibrationProfile& profile) {
+std::vector<ProbedCollective> probed_collectives(const proto::CalibrationProfile& profile, bool shared) {
   std::vector<ProbedCollective> out;
-  for (const proto::CollectiveProbe& c : profile.collective_probe())
+  for (const proto::CollectiveProbe& c : shared ? profile.shared_collective_probe() : profile.collective_probe())
     out.push_back({static_cast<CollectiveOp>(c.op()), int(c.group_size()), c.bytes(), c.time_s(), c.gap_s()});
   return out;
 }

@@ -39,8 +39,8 @@ struct ProbedCollective {
   double gap_s = 0;  // the ranks' time since their previous collective (0: back to back)
 };
 
-// The profile's collective_probe entries.
-std::vector<ProbedCollective> probed_collectives(const proto::CalibrationProfile& profile);
+// The profile's collective_probe entries, or its shared_collective_probe's (ranks sharing cores).
+std::vector<ProbedCollective> probed_collectives(const proto::CalibrationProfile& profile, bool shared = false);
 // The mean over the measured run's collective instances of a member's wait for the last arrival
 // (CollectiveTime.mean_wait_s weighted by samples; 0 without collectives). Ranks that do the same
 // work still arrive apart, by the noise of their kernels (measured, tiny GPT TP=2 at load 19: the

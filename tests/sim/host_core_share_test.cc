@@ -147,5 +147,50 @@ TEST(HostCoreShare, TheReplaySharesTheCalibrationMachinesCores) {
   }
 }
 
+TEST(HostCoreShare, ACollectiveOfRanksThatShareTheCoresTakesTheProbeOfThatPlacement) {
+  // Four host ranks each issue one all-reduce of 16 KiB over all four, nothing else. The profile's
+  // collective probe (4 ranks, a core each): 10 us; its probe with 4 ranks sharing the cores
+  // (CalibrationProfile.shared_collective_probe, the ranks yielding while they wait): 90 us; no
+  // measured collective, so no wait is added (mean_collective_wait_s 0). Calibrated on 2 cores
+  // (1 BLAS thread per rank), 4 ranks share them: the iteration is the shared probe's 90 us; on 4
+  // cores they fit: the probe's 10 us; the profile without the shared probe: 10 us either way.
+  const Schedule schedule = testing::make_schedule(
+      [] {
+        ClusterSpec c = testing::test_cluster(4);
+        c.preset = "host";
+        return c;
+      }(),
+      4, {{0, 1, 2, 3}}, [](int rank) {
+        testing::ProgramWriter w(rank);
+        w.collective(CollectiveOp::kAllReduce, 0, 16384);
+        return w.p;
+      });
+  auto probe = [](google::protobuf::RepeatedPtrField<proto::CollectiveProbe>* to, double seconds) {
+    proto::CollectiveProbe* e = to->Add();
+    e->set_op(uint32_t(CollectiveOp::kAllReduce));
+    e->set_group_size(4);
+    e->set_bytes(16384);
+    e->set_time_s(seconds);
+    e->set_reps(1);
+  };
+  const double us = 1e-6;
+  for (bool shared_probe : {false, true})
+    for (int cores : {2, 4}) {
+      proto::CalibrationProfile p = testing::host_profile(gemm8(), 10e-6, 0);
+      p.set_blas_threads_per_rank(1);
+      p.set_cores(uint32_t(cores));
+      probe(p.mutable_collective_probe(), 10 * us);
+      if (shared_probe) {
+        probe(p.mutable_shared_collective_probe(), 90 * us);
+        p.set_shared_probe_ranks(4);
+      }
+      SimOptions o = testing::ideal_options();
+      o.calibration = std::make_shared<const CalibrationTable>(testing::load_profile(p, "host-shared-probe"));
+      const SimResult r = simulate(schedule, o);
+      const double want = shared_probe && cores == 2 ? 90 * us : 10 * us;
+      EXPECT_NEAR(r.iteration_time_s, want, 1e-12) << "shared probe " << shared_probe << ", " << cores << " cores";
+    }
+}
+
 }  // namespace
 }  // namespace tandem::sim

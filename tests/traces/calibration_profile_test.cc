@@ -559,5 +559,26 @@ TEST(CollectiveProbe, GapsInTheFileAndTheProfile) {
   }
 }
 
+TEST(CollectiveProbeTable, TheSharedPlacementsProbeIsCheckedLikeTheOther) {
+  // add_shared_collective_probe keeps the points and the ranks they were probed with; on load an
+  // entry of shared_collective_probe is checked as a collective_probe entry is, naming its field,
+  // and a shared probe of fewer than 2 ranks is refused.
+  const std::vector<CollectiveProbePoint> pts = parse_probe("all-reduce\t2\t64\t9e-5\t3\t0\n", "p.tsv");
+  const Schedule s = testing::sample_schedule();
+  proto::CalibrationProfile good = make_calibration(s, measured(s));
+  add_shared_collective_probe(good, 4, pts);
+  ASSERT_EQ(good.shared_collective_probe_size(), 1);
+  EXPECT_EQ(good.shared_probe_ranks(), 4u);
+  EXPECT_EQ(good.collective_probe_size(), 0);
+  EXPECT_NEAR(parse_calibration(good.SerializeAsString(), "p.pb").shared_collective_probe(0).time_s(), 9e-5, 1e-18);
+  proto::CalibrationProfile bad = good;
+  bad.mutable_shared_collective_probe(0)->set_time_s(0);
+  EXPECT_CONTAINS(error_of([&] { parse_calibration(bad.SerializeAsString(), "p.pb"); }),
+                  "shared_collective_probe entry 0: time_s");
+  bad = good;
+  bad.set_shared_probe_ranks(1);
+  EXPECT_CONTAINS(error_of([&] { parse_calibration(bad.SerializeAsString(), "p.pb"); }), "shared_probe_ranks 1");
+}
+
 }  // namespace
 }  // namespace tandem

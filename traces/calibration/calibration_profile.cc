@@ -500,17 +500,24 @@ void check_entries(const proto::CalibrationProfile& prof, const std::string& hea
     if (bad_time(g.time_s()) || g.time_s() == 0)
       throw Error(at + "time_s " + std::to_string(g.time_s()) + " is not a positive time");
   }
-  for (int i = 0; i < prof.collective_probe_size(); ++i) {
-    const proto::CollectiveProbe& c = prof.collective_probe(i);
-    const std::string at = head + "collective_probe entry " + std::to_string(i) + ": ";
-    if (c.op() >= kCollectiveOpValues) throw Error(at + "op " + std::to_string(c.op()) + " out of range");
-    if (c.group_size() < 2 || c.group_size() > uint32_t(INT32_MAX))
-      throw Error(at + "group size " + std::to_string(c.group_size()) + " out of range");
-    if (c.bytes() < 1) throw Error(at + "bytes " + std::to_string(c.bytes()) + " < 1");
-    if (bad_time(c.time_s()) || c.time_s() == 0)
-      throw Error(at + "time_s " + std::to_string(c.time_s()) + " is not a positive time");
-    if (bad_time(c.gap_s())) throw Error(at + "gap_s " + std::to_string(c.gap_s()) + " is not a time >= 0");
-  }
+  auto check_probe = [&](const google::protobuf::RepeatedPtrField<proto::CollectiveProbe>& probe, const char* field) {
+    for (int i = 0; i < probe.size(); ++i) {
+      const proto::CollectiveProbe& c = probe[i];
+      const std::string at = head + field + " entry " + std::to_string(i) + ": ";
+      if (c.op() >= kCollectiveOpValues) throw Error(at + "op " + std::to_string(c.op()) + " out of range");
+      if (c.group_size() < 2 || c.group_size() > uint32_t(INT32_MAX))
+        throw Error(at + "group size " + std::to_string(c.group_size()) + " out of range");
+      if (c.bytes() < 1) throw Error(at + "bytes " + std::to_string(c.bytes()) + " < 1");
+      if (bad_time(c.time_s()) || c.time_s() == 0)
+        throw Error(at + "time_s " + std::to_string(c.time_s()) + " is not a positive time");
+      if (bad_time(c.gap_s())) throw Error(at + "gap_s " + std::to_string(c.gap_s()) + " is not a time >= 0");
+    }
+  };
+  check_probe(prof.collective_probe(), "collective_probe");
+  check_probe(prof.shared_collective_probe(), "shared_collective_probe");
+  if (prof.shared_collective_probe_size() > 0 && prof.shared_probe_ranks() < 2)
+    throw Error(head + "shared_probe_ranks " + std::to_string(prof.shared_probe_ranks()) +
+                " with a shared_collective_probe: a probe of fewer than 2 ranks");
   for (int i = 0; i < prof.memory_ops_size(); ++i) {
     const proto::MemoryOpTime& m = prof.memory_ops(i);
     const std::string at = head + "memory_ops entry " + std::to_string(i) + ": ";

@@ -86,9 +86,11 @@ std::vector<CollectiveProbePoint> parse_probe(const std::string& text, const std
   return out;
 }
 
-void add_collective_probe(proto::CalibrationProfile& profile, const std::vector<CollectiveProbePoint>& points) {
+namespace {
+void add_points(google::protobuf::RepeatedPtrField<proto::CollectiveProbe>& probe,
+                const std::vector<CollectiveProbePoint>& points) {
   for (const CollectiveProbePoint& p : points) {
-    proto::CollectiveProbe* e = profile.add_collective_probe();
+    proto::CollectiveProbe* e = probe.Add();
     e->set_op(uint32_t(p.op));
     e->set_group_size(uint32_t(p.group_size));
     e->set_bytes(p.bytes);
@@ -96,6 +98,17 @@ void add_collective_probe(proto::CalibrationProfile& profile, const std::vector<
     e->set_reps(uint32_t(p.reps));
     e->set_gap_s(p.gap_s);
   }
+}
+}  // namespace
+
+void add_collective_probe(proto::CalibrationProfile& profile, const std::vector<CollectiveProbePoint>& points) {
+  add_points(*profile.mutable_collective_probe(), points);
+}
+
+void add_shared_collective_probe(proto::CalibrationProfile& profile, int ranks,
+                                 const std::vector<CollectiveProbePoint>& points) {
+  profile.set_shared_probe_ranks(uint32_t(ranks));
+  add_points(*profile.mutable_shared_collective_probe(), points);
 }
 
 }  // namespace tandem

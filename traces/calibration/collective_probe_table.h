@@ -51,5 +51,9 @@ std::string format_probe(const std::vector<CollectiveProbePoint>& points);
 std::vector<CollectiveProbePoint> parse_probe(const std::string& text, const std::string& path);
 // Appends the points to the profile's collective_probe entries.
 void add_collective_probe(proto::CalibrationProfile& profile, const std::vector<CollectiveProbePoint>& points);
+// The same points as the probe of a placement whose `ranks` ranks share the cores
+// (CalibrationProfile.shared_collective_probe, shared_probe_ranks).
+void add_shared_collective_probe(proto::CalibrationProfile& profile, int ranks,
+                                 const std::vector<CollectiveProbePoint>& points);
 
 }  // namespace tandem

@@ -76,6 +76,7 @@ void scale_to_state(proto::CalibrationProfile& profile, const StateRatios& r) {
     c.set_mean_wait_s(c.mean_wait_s() * r.communication);
   }
   for (proto::CollectiveProbe& c : *profile.mutable_collective_probe()) c.set_time_s(c.time_s() * r.communication);
+  for (proto::CollectiveProbe& c : *profile.mutable_shared_collective_probe()) c.set_time_s(c.time_s() * r.communication);
   for (proto::MemoryOpTime& m : *profile.mutable_memory_ops()) m.set_mean_s(m.mean_s() * r.memory);
   for (proto::KernelTime& k : *profile.mutable_kernels()) {
     k.set_mean_s(k.mean_s() * r.compute);

@@ -181,6 +181,15 @@ int main(int argc, char** argv) {
     // And this machine's collectives over the sizes other configurations use.
     if (prof.backend() == "host" && !vm.count("no-probe") && prof.ranks() >= 2)
       tandem::add_collective_probe(prof, probe_collectives(int(prof.ranks()), out));
+    // And in a placement whose ranks share the cores (twice as many ranks as fit them), for
+    // predictions of such runs (CalibrationProfile.shared_collective_probe; ~25 s on 2 cores). A
+    // calibration whose own ranks shared the cores probed that placement above; a machine with
+    // more than kMaxSharedProbeRanks / 2 cores is not probed so (its predictions fit the cores).
+    constexpr int kMaxSharedProbeRanks = 8;
+    const int shared = 2 * int(prof.cores() / std::max(1u, prof.blas_threads_per_rank()));
+    if (prof.backend() == "host" && !vm.count("no-probe") && prof.cores() > 0 && shared >= 2 &&
+        shared <= kMaxSharedProbeRanks && uint64_t(prof.ranks()) * prof.blas_threads_per_rank() <= prof.cores())
+      tandem::add_shared_collective_probe(prof, shared, probe_collectives(shared, out));
     tandem::write_calibration(prof, out);
     std::cout << "tandem calibrate: " << prof.kernels_size() << " kernel shapes and " << prof.collectives_size()
               << " collective shapes";
@@ -188,6 +197,9 @@ int main(int argc, char** argv) {
       std::cout << " and " << prof.gemm_probe_size() << " probed GEMM shapes (" << prof.probe_blas_threads()
                 << " BLAS thread" << (prof.probe_blas_threads() == 1 ? "" : "s") << ")";
     if (prof.collective_probe_size()) std::cout << " and " << prof.collective_probe_size() << " probed collectives";
+    if (prof.shared_collective_probe_size())
+      std::cout << " (and " << prof.shared_collective_probe_size() << " with " << prof.shared_probe_ranks()
+                << " ranks sharing the cores)";
     std::cout << " from " << (runs.size() == 1 ? args[0] : std::to_string(runs.size()) + " runs") << " ("
               << prof.backend() << ", " << prof.machine() << ") -> " << out << "\n";
     if (prof.backend() == "host")
