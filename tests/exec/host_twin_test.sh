@@ -27,7 +27,7 @@ for attempt in 1 2 3; do
     "$bin/tandem-run" --probe-state "$tmp/cal$i.probe.txt" -n 2
     "$bin/tandem-run" -n 2 "$tiny" "${sets[@]}" --steps 8 --json --trace "$tmp/cal$i.trace" > "$tmp/cal$i.json"
   done
-  "$bin/tandem-calibrate" "$tmp/cal1.trace" "$tmp/cal2.trace" "$tmp/cal3.trace" "$tiny" "${sets[@]}" -o "$tmp/p.pb" \
+  "$bin/tandem-calibrate" "$tmp/cal1.trace" "$tmp/cal2.trace" "$tmp/cal3.trace" "$tiny" "${sets[@]}" -o "$tmp/p.pb" --no-shared-probe \
     --state-probe "$tmp/cal1.probe.txt" --state-probe "$tmp/cal2.probe.txt" --state-probe "$tmp/cal3.probe.txt" > /dev/null
   "$bin/tandem-sim" "$tiny" "${other[@]}" --calibration "$tmp/p.pb" --json --trace "$tmp/pred.trace" > "$tmp/pred.json"
   "$bin/tandem-run" --probe-state "$tmp/now.txt" -n 2
@@ -37,7 +37,7 @@ for attempt in 1 2 3; do
   grep -q "^interval evidence: calibration-spread+host-bench-residuals: the 3 calibration runs' spread" "$tmp/compare.txt" ||
     { echo "tandem compare does not show the interval's evidence:" >&2; cat "$tmp/compare.txt" >&2; exit 1; }
   if [ "$attempt" = 1 ]; then
-    "$bin/tandem-calibrate" "$tmp/cal1.trace" "$tmp/cal2.trace" "$tmp/cal3.trace" "$tiny" "${sets[@]}" -o "$tmp/same.pb" \
+    "$bin/tandem-calibrate" "$tmp/cal1.trace" "$tmp/cal2.trace" "$tmp/cal3.trace" "$tiny" "${sets[@]}" -o "$tmp/same.pb" --no-shared-probe \
       --no-probe --state-probe "$tmp/now.txt" --state-probe "$tmp/now.txt" --state-probe "$tmp/now.txt" > /dev/null
     "$bin/tandem-sim" "$tiny" "${other[@]}" --calibration "$tmp/same.pb" --state-probe "$tmp/now.txt" --json > "$tmp/same.json"
     python3 - "$tmp/same.json" <<'PY'

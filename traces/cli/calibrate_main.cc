@@ -134,6 +134,9 @@ int main(int argc, char** argv) {
       "set", po::value<std::vector<std::string>>()->composing(), "the overrides the trace was measured with")(
       "no-probe", "a host trace: leave out the probes of this CPU's GEMM rate and of its MPI collectives (run them on "
       "the machine measured)")(
+      "no-shared-probe", "a host trace whose ranks fit the cores: leave out the second collective probe, with twice as "
+      "many ranks as fit them (~25 s on 2 cores); predictions whose ranks share the cores then cost their collectives "
+      "as if each rank had a core, too fast")(
       "state-probe", po::value<std::vector<std::string>>()->composing(),
       "FILE (repeatable): a machine state probe taken alone right before a calibration run (tandem run --probe-state "
       "FILE -n RANKS), as a prediction's is; the profile's state is their median instead of the runs' own probes "
@@ -187,8 +190,9 @@ int main(int argc, char** argv) {
     // more than kMaxSharedProbeRanks / 2 cores is not probed so (its predictions fit the cores).
     constexpr int kMaxSharedProbeRanks = 8;
     const int shared = 2 * int(prof.cores() / std::max(1u, prof.blas_threads_per_rank()));
-    if (prof.backend() == "host" && !vm.count("no-probe") && prof.cores() > 0 && shared >= 2 &&
-        shared <= kMaxSharedProbeRanks && uint64_t(prof.ranks()) * prof.blas_threads_per_rank() <= prof.cores())
+    if (prof.backend() == "host" && !vm.count("no-probe") && !vm.count("no-shared-probe") && prof.cores() > 0 &&
+        shared >= 2 && shared <= kMaxSharedProbeRanks &&
+        uint64_t(prof.ranks()) * prof.blas_threads_per_rank() <= prof.cores())
       tandem::add_shared_collective_probe(prof, shared, probe_collectives(shared, out));
     tandem::write_calibration(prof, out);
     std::cout << "tandem calibrate: " << prof.kernels_size() << " kernel shapes and " << prof.collectives_size()
