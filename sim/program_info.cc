@@ -170,21 +170,20 @@ std::shared_ptr<ProgramInfo> analyse_program(Program program, const ComputeCostM
   return info;
 }
 
-std::vector<TimedTask> split_memory_time(const ProgramInfo& info, TaskId kernel, double start_s, double end_s,
-                                         double stretch) {
+std::vector<TimedTask> split_memory_time(const ProgramInfo& info, TaskId kernel, double start_s, double end_s) {
   std::vector<TimedTask> out;
-  const double gap = (info.gap_s.empty() ? 0.0 : info.gap_s[kernel]) * stretch;
+  const double gap = info.gap_s.empty() ? 0.0 : info.gap_s[kernel];
   const auto it = info.memory_ops_of.find(kernel);
   if (it == info.memory_ops_of.end()) return {{kernel, start_s + gap, end_s}};
   double before = 0, after = 0;
-  for (TaskId m : it->second) (m < kernel ? before : after) += info.cost_s[m] * stretch;
+  for (TaskId m : it->second) (m < kernel ? before : after) += info.cost_s[m];
   double t = start_s;
   for (TaskId m : it->second)
-    if (m < kernel) out.push_back({m, t, t + info.cost_s[m] * stretch}), t += info.cost_s[m] * stretch;
+    if (m < kernel) out.push_back({m, t, t + info.cost_s[m]}), t += info.cost_s[m];
   out.push_back({kernel, start_s + before + gap, end_s - after});
   t = end_s - after;
   for (TaskId m : it->second)
-    if (m > kernel) out.push_back({m, t, t + info.cost_s[m] * stretch}), t += info.cost_s[m] * stretch;
+    if (m > kernel) out.push_back({m, t, t + info.cost_s[m]}), t += info.cost_s[m];
   return out;
 }
 

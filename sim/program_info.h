@@ -57,15 +57,12 @@ struct ProgramInfo {
 // The recorded times of a kernel with Allocs/Frees charged to it (ProgramInfo::memory_ops_of) or a
 // time between tasks (ProgramInfo::gap_s): [start, end] is the kernel's span with both; each
 // Alloc/Free takes its cost_s from `start` on (or, after the kernel, right after it), in program
-// order, then the gap passes with no task, and the kernel keeps the rest. `stretch`: how much
-// longer than its cost the span ran (ranks sharing cores, sim/host_core_share.h): the Allocs/Frees
-// and the gap take their costs times it.
+// order, then the gap passes with no task, and the kernel keeps the rest.
 struct TimedTask {
   TaskId task;
   double start_s, end_s;
 };
-std::vector<TimedTask> split_memory_time(const ProgramInfo& info, TaskId kernel, double start_s, double end_s,
-                                         double stretch = 1);
+std::vector<TimedTask> split_memory_time(const ProgramInfo& info, TaskId kernel, double start_s, double end_s);
 
 // Throws Error (bad input) when the program is malformed: an id that is not its index, no valid
 // stream, a dependency on a later task, an Alloc/Free of a buffer the program does not have.
