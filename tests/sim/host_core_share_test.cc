@@ -131,11 +131,7 @@ TEST(HostCoreShare, TheReplaySharesTheCalibrationMachinesCores) {
     auto table = std::make_shared<const CalibrationTable>(testing::load_profile(p, "host-core-share"));
     EXPECT_EQ(table->shares_cores(3), placed);
     for (bool fuse : {false, true}) {
-      SimOptions o = testing::ideal_options();
-      o.calibration = table;
-      o.record_tasks = true;
-      o.fuse_compute = fuse;
-      const SimResult r = simulate(schedule, o);
+      const SimResult r = testing::simulate_calibrated(schedule, table, fuse);
       EXPECT_NEAR(r.iteration_time_s, (placed ? 30 : 24) * us, 1e-12) << "placed " << placed << " fuse " << fuse;
       ASSERT_EQ(r.tasks.size(), 4u);
       for (const TaskTiming& t : r.tasks) {

@@ -221,11 +221,7 @@ TEST(HostMemoryModel, TheReplayRecordsTheirTimeOnTheAllocAndFreeTasks) {
     return w.p;
   });
   for (bool fuse : {false, true}) {
-    SimOptions o = testing::ideal_options();
-    o.calibration = table;
-    o.record_tasks = true;
-    o.fuse_compute = fuse;
-    const SimResult r = simulate(schedule, o);
+    const SimResult r = testing::simulate_calibrated(schedule, table, fuse);
     EXPECT_NEAR(r.iteration_time_s, 29e-6, 1e-12) << "fuse " << fuse;
     const double want[7][2] = {{0, 2}, {0, 0}, {3, 13}, {13, 13.5}, {13.5, 17.5}, {18.5, 28.5}, {28.5, 29}};
     ASSERT_EQ(r.tasks.size(), 7u);
@@ -264,11 +260,7 @@ TEST(HostTaskGap, TheTimeBetweenTasksIsRecordedBeforeTheKernelNotInIt) {
 
   const Schedule schedule = three_gemm8_on_one_host_rank();
   for (bool fuse : {false, true}) {
-    SimOptions o = testing::ideal_options();
-    o.calibration = table;
-    o.record_tasks = true;
-    o.fuse_compute = fuse;
-    const SimResult r = simulate(schedule, o);
+    const SimResult r = testing::simulate_calibrated(schedule, table, fuse);
     EXPECT_NEAR(r.iteration_time_s, 36e-6, 1e-12) << "fuse " << fuse;
     ASSERT_EQ(r.tasks.size(), 3u);
     for (const TaskTiming& t : r.tasks) {
@@ -376,11 +368,7 @@ TEST(HostTaskGap, ASyntheticTraceCalibratesToItsKernelsAndItsGapAndPredictsItsel
   EXPECT_NEAR(costs.time_s(gemm(8, 8, 8)), 10 * us, 1e-12);  // the kernel's own time, no gap in it
   EXPECT_NEAR(costs.gap_s(gemm(8, 8, 8)), 2 * us, 1e-12);
   for (bool fuse : {false, true}) {
-    SimOptions o = testing::ideal_options();
-    o.calibration = table;
-    o.record_tasks = true;
-    o.fuse_compute = fuse;
-    const SimResult r = simulate(schedule, o);
+    const SimResult r = testing::simulate_calibrated(schedule, table, fuse);
     EXPECT_NEAR(r.iteration_time_s, 91 * us, 1e-12) << "fuse " << fuse;
     ASSERT_EQ(r.tasks.size(), 8u);
     for (const TaskTiming& t : r.tasks) {

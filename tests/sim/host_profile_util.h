@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "shared/schedule.h"
@@ -36,6 +37,15 @@ inline Schedule host_schedule(int ranks, std::function<Program(int)> make) {
   ClusterSpec cluster = test_cluster(ranks);
   cluster.preset = "host";
   return make_schedule(cluster, ranks, {}, std::move(make));
+}
+
+// `schedule` simulated with the calibration `table`, its tasks recorded, compute fused or not.
+inline SimResult simulate_calibrated(const Schedule& schedule, std::shared_ptr<const CalibrationTable> table, bool fuse) {
+  SimOptions o = ideal_options();
+  o.calibration = std::move(table);
+  o.record_tasks = true;
+  o.fuse_compute = fuse;
+  return simulate(schedule, o);
 }
 
 // The table the simulator reads from `p`, through a temporary file named after `test` and this
